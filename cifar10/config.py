@@ -1,0 +1,125 @@
+"""Plain, validated run settings shared by both trainers (pure Python: no TensorFlow import).
+
+Entry points turn their flags into these objects and nothing below them reads flags. Each
+object checks itself on construction and raises UsageError with a one-line message, so both
+binaries reject the same bad input with the same words, before TensorFlow is even imported.
+"""
+
+import dataclasses
+from typing import Optional
+
+from cifar10.errors import UsageError
+from cifar10.hparams import DEFAULT
+
+DATASETS = ("synthetic", "cifar10_bin", "cifar10")
+
+
+def _positive(name, value):
+  if value is None or value < 1:
+    raise UsageError(f"--{name} must be a positive integer, got {value}")
+
+
+def _non_negative(name, value):
+  if value is None or value < 0:
+    raise UsageError(f"--{name} must be >= 0, got {value}")
+
+
+def _dataset(dataset, data_dir):
+  if dataset not in DATASETS:
+    raise UsageError(f"unknown --dataset {dataset!r}; choose from {', '.join(DATASETS)}")
+  if dataset == "cifar10_bin" and not data_dir:
+    raise UsageError("--dataset=cifar10_bin needs --data_dir, the folder holding "
+                     "cifar-10-batches-bin/*.bin")
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceConfig:
+  """Every device setting of the TF1 seeds, in one place (see cifar10.devices for the TF2 form).
+
+  num_gpus: replicas/towers; on a machine without GPUs, that many logical CPU devices.
+  visible_gpus: "0,2" style, like CUDA_VISIBLE_DEVICES or GPUOptions.visible_device_list.
+  memory_fraction: per_process_gpu_memory_fraction, in (0, 1].
+  memory_limit_mb: a hard per-GPU limit in MiB (the TF2-native form); exclusive with fraction.
+  """
+  num_gpus: int = 1
+  cpu_only: bool = False
+  visible_gpus: Optional[str] = None
+  allow_growth: bool = False
+  memory_fraction: Optional[float] = None
+  memory_limit_mb: Optional[int] = None
+  log_device_placement: bool = False
+  soft_placement: bool = True
+  intra_op_threads: int = 0
+  inter_op_threads: int = 0
+
+  def __post_init__(self):
+    _positive("num_gpus", self.num_gpus)
+    if self.memory_fraction is not None and not 0.0 < self.memory_fraction <= 1.0:
+      raise UsageError("--per_process_gpu_memory_fraction must be in (0, 1], got "
+                       f"{self.memory_fraction}")
+    if self.memory_limit_mb is not None and self.memory_limit_mb <= 0:
+      raise UsageError(f"--gpu_memory_limit_mb must be positive, got {self.memory_limit_mb}")
+    if self.memory_fraction is not None and self.memory_limit_mb is not None:
+      raise UsageError("give --per_process_gpu_memory_fraction or --gpu_memory_limit_mb, "
+                       "not both")
+    if self.visible_gpus:
+      ids = self.visible_gpus.split(",")
+      if not all(i.strip().isdigit() for i in ids) or len(set(ids)) != len(ids):
+        raise UsageError("--visible_gpus must be distinct GPU indices like '0,2', got "
+                         f"{self.visible_gpus!r}")
+    _non_negative("intra_op_threads", self.intra_op_threads)
+    _non_negative("inter_op_threads", self.inter_op_threads)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+  """One training run. batch_size is per replica, as `--batch_size` was per tower in TF1."""
+  train_dir: str
+  max_steps: int = 1000000
+  batch_size: int = DEFAULT.batch_size
+  seed: int = 0
+  dataset: str = "synthetic"
+  data_dir: Optional[str] = None
+  download: bool = False
+  learning_rate: float = DEFAULT.initial_learning_rate
+  decay_steps_per_global_batch: bool = False
+  use_fp16: bool = False
+  log_frequency: int = 10
+  save_summaries_steps: int = 100
+  save_checkpoint_steps: int = 1000
+  max_checkpoints_to_keep: int = 5
+
+  def __post_init__(self):
+    if not self.train_dir:
+      raise UsageError("--train_dir must name a directory for checkpoints and summaries")
+    for name in ("max_steps", "batch_size", "log_frequency", "save_summaries_steps",
+                 "save_checkpoint_steps", "max_checkpoints_to_keep"):
+      _positive(name, getattr(self, name))
+    _non_negative("seed", self.seed)
+    if not self.learning_rate > 0:
+      raise UsageError(f"--learning_rate must be positive, got {self.learning_rate}")
+    _dataset(self.dataset, self.data_dir)
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+  """Precision @ 1 of a checkpoint's moving averages, as the original `cifar10_eval.py`."""
+  checkpoint_dir: str
+  eval_dir: str
+  eval_data: str = "test"
+  num_examples: int = DEFAULT.num_examples_per_epoch_for_eval
+  batch_size: int = DEFAULT.batch_size
+  run_once: bool = False
+  eval_interval_secs: int = 60 * 5
+  dataset: str = "synthetic"
+  data_dir: Optional[str] = None
+  download: bool = False
+  seed: int = 0
+
+  def __post_init__(self):
+    if self.eval_data not in ("test", "train_eval"):
+      raise UsageError(f"--eval_data must be 'test' or 'train_eval', got {self.eval_data!r}")
+    for name in ("num_examples", "batch_size", "eval_interval_secs"):
+      _positive(name, getattr(self, name))
+    _non_negative("seed", self.seed)
+    _dataset(self.dataset, self.data_dir)

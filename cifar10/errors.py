@@ -1,0 +1,9 @@
+"""The one exception type that entry points turn into a one-line error and a non-zero exit."""
+
+
+class UsageError(Exception):
+  """Bad flags, missing or corrupt data, impossible device requests, NaN loss.
+
+  The message is shown to the user as it is, on one line, with no traceback; it must name the
+  problem and, where there is one, the way out.
+  """

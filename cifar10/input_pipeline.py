@@ -1,0 +1,216 @@
+"""CIFAR-10 input on tf.data: three sources behind `load_source`, one train and one eval pipeline.
+
+Sources (`load_source(name, split, ...)`):
+  synthetic    generated in-process from (seed, index); learnable class patterns; no files.
+  cifar10_bin  the classic `cifar-10-batches-bin/*.bin` files (FixedLengthRecordDataset,
+               1 label byte + 3072 depth-major pixel bytes per record).
+  cifar10      tensorflow-datasets `cifar10` under `data_dir` (downloaded only if asked).
+
+The determinism contract: a source is random access (`fetch(index)`), the train stream is a
+per-epoch stateless permutation of indices (`index_shuffle` keyed by seed and epoch), and every
+augmentation draws from a stateless seed keyed by (seed, epoch, index). Nothing depends on the
+trainer, the number of replicas or the order in which tf.data runs its parallel maps, so the
+same seed gives the same global batches on both trainers, and a run resumed at step S sees
+exactly the batches an uninterrupted run sees from step S on.
+"""
+
+import glob
+import os
+import socket
+
+import numpy as np
+import tensorflow as tf
+
+from cifar10.config import DATASETS
+from cifar10.errors import UsageError
+from cifar10.hparams import DEFAULT
+
+HEIGHT = WIDTH = 32
+DEPTH = 3
+LABEL_BYTES = 1
+IMAGE_BYTES = HEIGHT * WIDTH * DEPTH
+RECORD_BYTES = LABEL_BYTES + IMAGE_BYTES
+SPLITS = ("train", "test")
+BIN_FILES = {"train": [f"data_batch_{i}.bin" for i in range(1, 6)], "test": ["test_batch.bin"]}
+# tfds fetches the binary tarball from here; probed first so that an offline machine gets an
+# answer in seconds instead of minutes of retries.
+DOWNLOAD_PROBE = ("www.cs.toronto.edu", 443)
+_SYNTHETIC_SIZE = {"train": DEFAULT.num_examples_per_epoch_for_train,
+                   "test": DEFAULT.num_examples_per_epoch_for_eval}
+
+
+class Source:
+  """A random-access split: `num_examples` and `fetch(index) -> (uint8 [32,32,3], int32)`."""
+
+  def __init__(self, num_examples, fetch):
+    self.num_examples = int(num_examples)
+    self.fetch = fetch
+
+
+def array_source(images, labels):
+  """A Source over in-memory arrays (numpy, or tensors such as v1 placeholders)."""
+  images = tf.convert_to_tensor(images, tf.uint8)
+  labels = tf.cast(tf.convert_to_tensor(labels), tf.int32)
+  num = images.shape[0] if images.shape[0] is not None else -1
+  return Source(num, lambda i: (tf.gather(images, i), tf.gather(labels, i)))
+
+
+def synthetic_source(seed, split="train", num_examples=None):
+  """Learnable synthetic CIFAR-10: a fixed colour pattern per class plus per-example noise.
+
+  Each class has a smooth 4x4 colour pattern (from the seed) upsampled to 32x32; an example is
+  its class pattern plus Gaussian noise (stddev 48) keyed by (seed, split, index). Train and
+  test share the patterns and differ in noise, so test precision measures generalisation.
+  """
+  key = int(seed) * 8
+  split_key = key + (1 if split == "train" else 2)
+
+  def fetch(index):
+    index = tf.cast(index, tf.int64)
+    label = tf.random.stateless_uniform(
+        [], [split_key, index], minval=0, maxval=10, dtype=tf.int32)
+    cells = tf.random.stateless_uniform([4, 4, DEPTH], [key + 3, tf.cast(label, tf.int64)],
+                                        minval=0.0, maxval=255.0)
+    pattern = tf.image.resize(cells, [HEIGHT, WIDTH], method="bilinear")
+    noise = tf.random.stateless_normal([HEIGHT, WIDTH, DEPTH], [split_key + 4, index],
+                                       stddev=48.0)
+    image = tf.cast(tf.clip_by_value(tf.round(pattern + noise), 0.0, 255.0), tf.uint8)
+    return image, label
+
+  return Source(num_examples or _SYNTHETIC_SIZE[split], fetch)
+
+
+def decode_record(record):
+  """One fixed-length record -> (uint8 image [32, 32, 3], int32 label)."""
+  raw = tf.io.decode_raw(record, tf.uint8)
+  label = tf.cast(raw[0], tf.int32)
+  image = tf.transpose(tf.reshape(raw[LABEL_BYTES:], [DEPTH, HEIGHT, WIDTH]), [1, 2, 0])
+  return image, label
+
+
+def bin_files(data_dir, split):
+  """The .bin files of `split` under data_dir (or data_dir/cifar-10-batches-bin), validated."""
+  if not data_dir or not os.path.isdir(data_dir):
+    raise UsageError(f"--data_dir {data_dir!r} is not a directory; it must hold the CIFAR-10 "
+                     "binary files (cifar-10-batches-bin/*.bin), or use --dataset=synthetic")
+  nested = os.path.join(data_dir, "cifar-10-batches-bin")
+  root = nested if os.path.isdir(nested) else data_dir
+  files = [os.path.join(root, name) for name in BIN_FILES[split]]
+  missing = [f for f in files if not os.path.isfile(f)]
+  if missing:
+    found = sorted(os.path.basename(f) for f in glob.glob(os.path.join(root, "*.bin")))
+    raise UsageError(f"missing CIFAR-10 file {missing[0]} (found: {found or 'no .bin files'}); "
+                     "download cifar-10-binary.tar.gz and extract it there")
+  for f in files:
+    size = os.path.getsize(f)
+    if size == 0 or size % RECORD_BYTES:
+      raise UsageError(f"{f} is {size} bytes, not a positive multiple of the {RECORD_BYTES}-byte "
+                       "CIFAR-10 record: the file is truncated or not CIFAR-10 binary data")
+  return files
+
+
+def load_bin(data_dir, split):
+  """Reads the .bin files of `split` with FixedLengthRecordDataset into numpy arrays."""
+  files = bin_files(data_dir, split)
+  dataset = tf.data.FixedLengthRecordDataset(files, RECORD_BYTES).map(decode_record)
+  num = sum(os.path.getsize(f) for f in files) // RECORD_BYTES
+  images, labels = dataset.batch(num).get_single_element()
+  return images.numpy(), labels.numpy()
+
+
+def load_tfds(data_dir, split, download):
+  """tfds `cifar10` as numpy arrays; with no data and no way to download, a UsageError fast."""
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  if download:
+    try:
+      socket.create_connection(DOWNLOAD_PROBE, timeout=5).close()
+    except OSError as e:
+      download = False
+      reason = f"cannot reach {DOWNLOAD_PROBE[0]} to download it ({e.__class__.__name__})"
+  else:
+    reason = "downloading is off"
+  try:
+    images, labels = tfds.load("cifar10", split=split, data_dir=data_dir, download=download,
+                               as_supervised=True, batch_size=-1)
+  except (AssertionError, OSError, tfds.core.registered.DatasetNotFoundError) as e:
+    where = data_dir or "~/tensorflow_datasets"
+    raise UsageError(f"tfds cifar10 is not in {where} and {reason}: run once with network and "
+                     "--download, pass --data_dir, or use --dataset=synthetic "
+                     f"({str(e).splitlines()[0][:120]})") from None
+  return images.numpy(), labels.numpy().astype(np.int32)
+
+
+def load_source(dataset, split, *, seed, data_dir=None, download=False):
+  """The one entry to the three sources. Must run eagerly (it reads files into memory)."""
+  if split not in SPLITS:
+    raise UsageError(f"unknown split {split!r}; choose from {', '.join(SPLITS)}")
+  if dataset == "synthetic":
+    return synthetic_source(seed, split)
+  if dataset == "cifar10_bin":
+    return array_source(*load_bin(data_dir, split))
+  if dataset == "cifar10":
+    return array_source(*load_tfds(data_dir, split, download))
+  raise UsageError(f"unknown --dataset {dataset!r}; choose from {', '.join(DATASETS)}")
+
+
+def distort(image, seed, image_size=DEFAULT.image_size):
+  """The original train distortions, every draw from the stateless `seed` ([2] int64)."""
+  crop, flip, bright, contrast = tf.unstack(tf.random.experimental.stateless_split(seed, 4))
+  x = tf.cast(image, tf.float32)
+  x = tf.image.stateless_random_crop(x, [image_size, image_size, DEPTH], crop)
+  x = tf.image.stateless_random_flip_left_right(x, flip)
+  x = tf.image.stateless_random_brightness(x, max_delta=63, seed=bright)
+  x = tf.image.stateless_random_contrast(x, lower=0.2, upper=1.8, seed=contrast)
+  return tf.image.per_image_standardization(x)
+
+
+def eval_image(image, image_size=DEFAULT.image_size):
+  """Eval preprocessing of the original: central crop to image_size, then standardization."""
+  x = tf.image.resize_with_crop_or_pad(tf.cast(image, tf.float32), image_size, image_size)
+  return tf.image.per_image_standardization(x)
+
+
+def train_dataset(source, *, seed, global_batch_size, start_step=0,
+                  image_size=DEFAULT.image_size):
+  """Endless distorted global batches, starting at global step `start_step`.
+
+  Epoch e visits index_shuffle(i, [seed, e]) for i = 0..n-1; epochs run back to back and
+  batches span epoch boundaries (like the original's queue), dropping nothing but keeping
+  every batch full. Starting at step S begins at example S * global_batch_size of this stream.
+  """
+  n = source.num_examples
+  if n < 1:
+    raise UsageError("the training split is empty")
+  start = start_step * global_batch_size
+  first_epoch, skip = divmod(start, n)
+  seed = tf.constant(int(seed), tf.int64)
+
+  def epoch(e):
+    begin = tf.where(tf.equal(e, first_epoch), tf.constant(skip, tf.int64), 0)
+    return tf.data.Dataset.range(begin, n).map(
+        lambda i: (e, tf.random.experimental.index_shuffle(i, tf.stack([seed, e]), n - 1)))
+
+  def example(e, index):
+    image, label = source.fetch(index)
+    example_seed = tf.stack([seed, e * n + index])
+    return distort(image, example_seed, image_size), label
+
+  return (tf.data.Dataset.range(first_epoch, np.iinfo(np.int64).max)
+          .flat_map(epoch)
+          .map(example, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+          .batch(global_batch_size, drop_remainder=True)
+          .prefetch(tf.data.AUTOTUNE))
+
+
+def eval_dataset(source, *, batch_size, num_examples=None, image_size=DEFAULT.image_size):
+  """The first num_examples of a split in order, centre-cropped, in full batches."""
+  n = source.num_examples if num_examples is None else min(num_examples, source.num_examples)
+
+  def example(index):
+    image, label = source.fetch(index)
+    return eval_image(image, image_size), label
+
+  return (tf.data.Dataset.range(n)
+          .map(example, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+          .batch(batch_size, drop_remainder=True)
+          .prefetch(tf.data.AUTOTUNE))

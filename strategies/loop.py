@@ -1,0 +1,105 @@
+"""The TF2 training loop: resume, distributed input, logging, summaries, checkpoints.
+
+`run(config, devices, strategy_name)` trains until the global step reaches config.max_steps.
+It resumes from the newest checkpoint in config.train_dir (the original deleted train_dir; we
+never lose a run), feeds the shared input stream from the resumed step on, prints the
+original's line every log_frequency steps, writes TensorBoard summaries every
+save_summaries_steps and checkpoints every save_checkpoint_steps and at the end.
+
+Checkpoints are written by tf.train.CheckpointManager: data files first, then the `checkpoint`
+index is replaced atomically, so a run killed at any moment (SIGKILL included) restarts from
+the last complete checkpoint.
+"""
+
+import datetime
+import time
+
+from absl import logging
+import tensorflow as tf
+
+from cifar10 import input_pipeline
+from cifar10 import schedule
+from cifar10.errors import UsageError
+from strategies import distribute
+from strategies.trainer import Trainer
+
+
+def restore_latest(checkpoint, manager):
+  """Restores the newest checkpoint, if any; returns its path or None."""
+  path = manager.latest_checkpoint
+  if path is None:
+    return None
+  try:
+    checkpoint.restore(path).assert_existing_objects_matched()
+  except (tf.errors.OpError, AssertionError, ValueError) as e:
+    raise UsageError(f"cannot restore {path}: {str(e).splitlines()[0][:200]}; move it away to "
+                     "start afresh") from None
+  return path
+
+
+def build_trainer(config, strategy):
+  n = strategy.num_replicas_in_sync
+  return Trainer(
+      strategy, seed=config.seed, global_batch_size=config.batch_size * n,
+      decay_steps=schedule.decay_steps(config.batch_size, n, config.decay_steps_per_global_batch),
+      learning_rate=config.learning_rate,
+      compute_dtype=tf.float16 if config.use_fp16 else tf.float32)
+
+
+def run(config, devices, strategy_name="mirrored"):
+  """Trains; returns the final global step. Raises UsageError on bad data or a NaN loss."""
+  strategy = distribute.get_strategy(strategy_name, devices)
+  n = strategy.num_replicas_in_sync
+  trainer = build_trainer(config, strategy)
+  checkpoint = trainer.checkpoint()
+  manager = tf.train.CheckpointManager(checkpoint, config.train_dir,
+                                       max_to_keep=config.max_checkpoints_to_keep)
+  resumed = restore_latest(checkpoint, manager)
+  start = int(trainer.global_step.numpy())
+  if resumed:
+    logging.info("Resumed from %s at step %d", resumed, start)
+  if start >= config.max_steps:
+    logging.info("Step %d already reached --max_steps=%d; nothing to do", start,
+                 config.max_steps)
+    return start
+  logging.info("Training %s on %d replica(s) %s, global batch %d, decay every %d steps",
+               config.dataset, n, devices, config.batch_size * n, trainer.decay_steps)
+
+  source = input_pipeline.load_source(config.dataset, "train", seed=config.seed,
+                                      data_dir=config.data_dir, download=config.download)
+  dataset = input_pipeline.train_dataset(source, seed=config.seed,
+                                         global_batch_size=config.batch_size * n,
+                                         start_step=start)
+  iterator = iter(strategy.experimental_distribute_dataset(dataset))
+  writer = tf.summary.create_file_writer(config.train_dir)
+  every = config.save_summaries_steps
+  # Evaluated inside the step after the increment: record steps 0, every, 2 * every, ...
+  should_record = lambda: tf.equal((trainer.global_step - 1) % every, 0)
+
+  with writer.as_default(), tf.summary.record_if(should_record):
+    tick, tick_step = time.time(), start
+    for step in range(start, config.max_steps):
+      try:
+        loss, _ = trainer.train_step(iterator)
+      except tf.errors.InvalidArgumentError as e:
+        if "loss is not finite" not in str(e):
+          raise
+        raise UsageError(f"loss is NaN or Inf at step {step}; nothing of this step was applied "
+                         f"or saved (last checkpoint: {manager.latest_checkpoint}). Lower "
+                         "--learning_rate or check the data") from None
+      done = step + 1
+      if step == start:  # the first step traces and compiles: keep it out of the rates
+        tick, tick_step = time.time(), done
+      elif done % config.log_frequency == 0 or done == config.max_steps:
+        loss_value = float(loss)  # syncs with the device, so the time below is honest
+        elapsed = time.time() - tick
+        steps = done - tick_step
+        logging.info("%s: step %d, loss = %.2f (%.1f examples/sec; %.3f sec/batch)",
+                     datetime.datetime.now(), step, loss_value,
+                     steps * config.batch_size * n / elapsed, elapsed / steps)
+        tick, tick_step = time.time(), done
+      if done % config.save_checkpoint_steps == 0 or done == config.max_steps:
+        manager.save(checkpoint_number=done)
+  writer.flush()
+  logging.info("Done: step %d, checkpoint %s", config.max_steps, manager.latest_checkpoint)
+  return config.max_steps

@@ -1,0 +1,104 @@
+"""Training state and the synchronous step under any tf.distribute strategy.
+
+`Trainer(strategy, ...)` owns the model variables (initial values from the shared core), the
+global step and the EMA shadows; `train_step(iterator)` is one compiled step:
+
+  1. each replica: forward on its slice of the global batch, loss = sum(CE) / global_batch +
+     weight_decay / num_replicas, gradients, SUM all-reduce (== the TF1 towers' average);
+  2. the loss is checked for NaN/Inf; every update below depends on that check, so a
+     non-finite step raises before anything non-finite reaches a variable or a checkpoint;
+  3. w -= lr * g with the shared schedule (the GradientDescentOptimizer kernel);
+  4. global_step += 1, then the EMA (num_updates = global_step) reads the updated weights.
+     The TF1 tutorial grouped the update and the EMA with no order between them; here and in
+     compat_v1 the EMA always runs after the update.
+"""
+
+import dataclasses
+
+import tensorflow as tf
+
+from cifar10 import losses
+from cifar10 import model
+from cifar10 import schedule
+from cifar10.hparams import DEFAULT
+
+
+class Trainer:
+  """Variables and compiled steps for one strategy; build it once, before the first step."""
+
+  def __init__(self, strategy, *, seed, global_batch_size, decay_steps, hparams=DEFAULT,
+               learning_rate=None, compute_dtype=tf.float32):
+    if learning_rate is not None:
+      hparams = dataclasses.replace(hparams, initial_learning_rate=learning_rate)
+    self.strategy = strategy
+    self.global_batch_size = global_batch_size
+    self.decay_steps = decay_steps
+    self.hparams = hparams
+    self.compute_dtype = compute_dtype
+    values = model.initial_values(seed)
+    with strategy.scope():
+      self.params = {n: tf.Variable(values[n], name=n) for n in model.VARIABLE_NAMES}
+      self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+      self.ema = tf.train.ExponentialMovingAverage(hparams.moving_average_decay,
+                                                   num_updates=self.global_step)
+      # Shadows must be created eagerly under the scope; inside tf.function EMA cannot.
+      self.ema.apply(self.variables)
+    self.averages = {n: self.ema.average(v) for n, v in self.params.items()}
+    self._step_fn = tf.function(self._step)
+
+  @property
+  def variables(self):
+    return [self.params[n] for n in model.VARIABLE_NAMES]
+
+  def lr(self):
+    return schedule.learning_rate(self.global_step, self.decay_steps, self.hparams)
+
+  def _replica_gradients(self, images, labels):
+    ctx = tf.distribute.get_replica_context()
+    with tf.GradientTape() as tape:
+      logits = model.inference(self.params, images, self.compute_dtype)
+      loss = losses.replica_loss(logits, labels, self.params, self.global_batch_size,
+                                 ctx.num_replicas_in_sync)
+    grads = tape.gradient(loss, self.variables)
+    return loss, ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+
+  def gradients(self, images, labels):
+    """(global loss, all-reduced gradients as per-replica values) for one distributed batch."""
+    loss, grads = self.strategy.run(self._replica_gradients, args=(images, labels))
+    return self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None), grads
+
+  def _step(self, iterator):
+    images, labels = next(iterator)
+    loss, grads = self.gradients(images, labels)
+    loss = tf.debugging.check_numerics(loss, "loss is not finite")
+    lr = self.lr()
+    with tf.control_dependencies([loss]):
+      for var, grad in zip(self.variables, grads):
+        self.strategy.extended.update(var, _sgd, args=(grad, lr))
+      self.global_step.assign_add(1)
+      with self.strategy.scope():  # EMA looks its shadows up by the scoped variables.
+        self.ema.apply(self.variables)
+    step = self.global_step - 1
+    tf.summary.scalar("loss", loss, step=step)
+    tf.summary.scalar("learning_rate", lr, step=step)
+    for name, grad in zip(model.VARIABLE_NAMES, grads):
+      tf.summary.histogram(name, self.params[name], step=step)
+      tf.summary.histogram(name + "/gradients",
+                           self.strategy.experimental_local_results(grad)[0], step=step)
+    return loss, lr
+
+  def train_step(self, iterator):
+    """One synchronous step; returns (global loss, learning rate used)."""
+    return self._step_fn(iterator)
+
+  def checkpoint(self):
+    """Weights, EMA shadows and global step. Plain SGD has no slot state to save."""
+    return tf.train.Checkpoint(global_step=self.global_step, params=self.params,
+                               ema=self.averages)
+
+
+def _sgd(var, grad, lr):
+  # The same kernel as tf.compat.v1.train.GradientDescentOptimizer, so both trainers round
+  # w - lr * g identically (an assign_sub of lr * g may be fused differently).
+  return tf.raw_ops.ResourceApplyGradientDescent(var=var.handle, alpha=tf.cast(lr, var.dtype),
+                                                 delta=grad)
