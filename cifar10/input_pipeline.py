@@ -130,14 +130,18 @@ def load_tfds(data_dir, split, download):
   else:
     reason = "downloading is off"
   try:
-    images, labels = tfds.load("cifar10", split=split, data_dir=data_dir, download=download,
-                               as_supervised=True, batch_size=-1)
+    dataset = tfds.load("cifar10", split=split, data_dir=data_dir, download=download,
+                        as_supervised=True)
   except (AssertionError, OSError, tfds.core.registered.DatasetNotFoundError) as e:
     where = data_dir or "~/tensorflow_datasets"
     raise UsageError(f"tfds cifar10 is not in {where} and {reason}: run once with network and "
                      "--download, pass --data_dir, or use --dataset=synthetic "
                      f"({str(e).splitlines()[0][:120]})") from None
-  return images.numpy(), labels.numpy().astype(np.int32)
+  # Chunks rather than batch_size=-1, which needs split sizes that tfds mocks do not have.
+  chunks = list(tfds.as_numpy(dataset.batch(10000)))
+  images = np.concatenate([c[0] for c in chunks])
+  labels = np.concatenate([c[1] for c in chunks]).astype(np.int32)
+  return images, labels
 
 
 def load_source(dataset, split, *, seed, data_dir=None, download=False):

@@ -10,10 +10,15 @@ STRATEGIES = ("mirrored", "one_device")
 def get_strategy(name, devices):
   """A strategy with one replica per device name in `devices`.
 
-  MirroredStrategy keeps its default cross-device ops: NCCL all-reduce on GPUs, and on logical
-  CPU devices (where NCCL has no kernel) the collective all-reduce TF picks there.
+  On GPUs MirroredStrategy keeps its default, NCCL all-reduce. On logical CPU devices (where
+  NCCL has no kernel) it sums on /cpu:0 and broadcasts (ReductionToOneDevice): the sum then
+  runs in replica order every time, and unlike the collective all-reduce TF would pick, two
+  strategies of different sizes can live in one process (the collective group keys clash).
   """
   if name == "mirrored":
+    if all(d.lower().startswith("/cpu") for d in devices):
+      return tf.distribute.MirroredStrategy(
+          devices, cross_device_ops=tf.distribute.ReductionToOneDevice(devices[0]))
     return tf.distribute.MirroredStrategy(devices)
   if name == "one_device":
     if len(devices) != 1:

@@ -1,0 +1,73 @@
+"""Precision @ 1 of a checkpoint's moving averages (the TF2 form of `cifar10_eval.py`).
+
+The model variables are restored from the checkpoint's EMA shadows (`ema/<name>`), the TF2
+counterpart of `ExponentialMovingAverage.variables_to_restore()`, and the first num_examples
+of the eval split are classified in full batches on one device.
+"""
+
+import time
+
+from absl import logging
+import tensorflow as tf
+
+from cifar10 import input_pipeline
+from cifar10 import model
+from cifar10.errors import UsageError
+
+
+class Evaluator:
+  """Holds the eval data and variables; `evaluate(path)` restores and scores one checkpoint."""
+
+  def __init__(self, config):
+    self.config = config
+    split = "test" if config.eval_data == "test" else "train"
+    source = input_pipeline.load_source(config.dataset, split, seed=config.seed,
+                                        data_dir=config.data_dir, download=config.download)
+    self.dataset = input_pipeline.eval_dataset(source, batch_size=config.batch_size,
+                                               num_examples=config.num_examples)
+    self.num_batches = min(config.num_examples, source.num_examples) // config.batch_size
+    if self.num_batches == 0:
+      raise UsageError(f"--num_examples={config.num_examples} gives no full batch of "
+                       f"{config.batch_size} (the split has {source.num_examples})")
+    values = model.initial_values(0)  # only for shapes; every value is overwritten on restore
+    self.params = {n: tf.Variable(values[n], name=n) for n in model.VARIABLE_NAMES}
+    self.global_step = tf.Variable(0, dtype=tf.int64)
+    self.checkpoint = tf.train.Checkpoint(global_step=self.global_step, ema=self.params)
+    self.writer = tf.summary.create_file_writer(config.eval_dir)
+
+  @tf.function
+  def _correct(self, images, labels):
+    logits = model.inference(self.params, images)
+    return tf.reduce_sum(tf.cast(tf.math.in_top_k(labels, logits, 1), tf.int64))
+
+  def evaluate(self, path):
+    """Returns (precision @ 1, global step) of checkpoint `path` and writes the summary."""
+    try:
+      self.checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+    except (tf.errors.OpError, AssertionError, ValueError) as e:
+      raise UsageError(f"cannot read the moving averages from {path}: "
+                       f"{str(e).splitlines()[0][:200]}") from None
+    correct = sum(int(self._correct(x, y)) for x, y in self.dataset)
+    precision = correct / (self.num_batches * self.config.batch_size)
+    step = int(self.global_step.numpy())
+    with self.writer.as_default():
+      tf.summary.scalar("Precision @ 1", precision, step=step)
+    self.writer.flush()
+    logging.info("%s: precision @ 1 = %.3f (step %d, %s)", time.strftime("%Y-%m-%d %H:%M:%S"),
+                 precision, step, path)
+    return precision, step
+
+
+def run(config):
+  """Evaluates the newest checkpoint once, or each new one every eval_interval_secs."""
+  evaluator = Evaluator(config)
+  if config.run_once:
+    path = tf.train.latest_checkpoint(config.checkpoint_dir)
+    if path is None:
+      raise UsageError(f"no checkpoint found in {config.checkpoint_dir}")
+    return evaluator.evaluate(path)
+  result = None
+  for path in tf.train.checkpoints_iterator(config.checkpoint_dir,
+                                            min_interval_secs=config.eval_interval_secs):
+    result = evaluator.evaluate(path)
+  return result

@@ -1,0 +1,148 @@
+"""Input: exact pixels from .bin records, tfds, and the determinism contract of the stream."""
+
+import os
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from cifar10 import input_pipeline as ip
+from cifar10.errors import UsageError
+
+
+def _write_bin(path, labels, images):
+  """CIFAR-10 binary records: label byte, then the image depth-major (R plane, G, B)."""
+  with open(path, "wb") as f:
+    for label, image in zip(labels, images):
+      f.write(bytes([label]) + np.transpose(image, [2, 0, 1]).tobytes())
+
+
+def _images(n):
+  # Every pixel differs across position, channel and example, so a transposition shows.
+  i, y, x, c = np.meshgrid(np.arange(n), np.arange(32), np.arange(32), np.arange(3),
+                           indexing="ij")
+  return ((i * 7 + y * 5 + x * 3 + c * 101) % 256).astype(np.uint8)
+
+
+@pytest.fixture(name="bin_dir")
+def fixture_bin_dir(tmp_path):
+  root = tmp_path / "cifar-10-batches-bin"
+  root.mkdir()
+  for k in range(1, 6):
+    _write_bin(root / f"data_batch_{k}.bin", [k, (k + 1) % 10], _images(2) + k)
+  _write_bin(root / "test_batch.bin", [3, 9, 0], _images(3))
+  return str(tmp_path)
+
+
+def test_bin_records_decode_to_exact_pixels_and_labels(bin_dir):
+  images, labels = ip.load_bin(bin_dir, "test")
+  np.testing.assert_array_equal(images, _images(3))
+  np.testing.assert_array_equal(labels, [3, 9, 0])
+  images, labels = ip.load_bin(bin_dir, "train")
+  assert images.shape == (10, 32, 32, 3) and images.dtype == np.uint8
+  np.testing.assert_array_equal(images[8:], _images(2) + 5)
+  np.testing.assert_array_equal(labels, [1, 2, 2, 3, 3, 4, 4, 5, 5, 6])
+
+
+def test_eval_images_are_the_standardized_central_crop(bin_dir):
+  source = ip.load_source("cifar10_bin", "test", seed=0, data_dir=bin_dir)
+  images, labels = next(iter(ip.eval_dataset(source, batch_size=3)))
+  crop = _images(3)[:, 4:28, 4:28, :].astype(np.float64)
+  mean = crop.mean(axis=(1, 2, 3), keepdims=True)
+  std = np.maximum(crop.std(axis=(1, 2, 3), keepdims=True), 1 / np.sqrt(24 * 24 * 3))
+  np.testing.assert_allclose(images.numpy(), (crop - mean) / std, atol=2e-5)
+  np.testing.assert_array_equal(labels.numpy(), [3, 9, 0])
+
+
+@pytest.mark.parametrize("size", [3072, 3073 * 2 + 1])
+def test_bin_file_of_wrong_size_is_a_usage_error(bin_dir, size):
+  with open(os.path.join(bin_dir, "cifar-10-batches-bin", "test_batch.bin"), "wb") as f:
+    f.write(b"\0" * size)
+  with pytest.raises(UsageError, match=f"test_batch.bin is {size} bytes, not a positive multiple"):
+    ip.load_source("cifar10_bin", "test", seed=0, data_dir=bin_dir)
+
+
+def test_missing_directory_and_file_are_usage_errors(bin_dir, tmp_path):
+  with pytest.raises(UsageError, match="is not a directory"):
+    ip.load_source("cifar10_bin", "train", seed=0, data_dir=str(tmp_path / "nope"))
+  os.remove(os.path.join(bin_dir, "cifar-10-batches-bin", "data_batch_3.bin"))
+  with pytest.raises(UsageError, match="missing CIFAR-10 file .*data_batch_3.bin"):
+    ip.load_source("cifar10_bin", "train", seed=0, data_dir=bin_dir)
+  with pytest.raises(UsageError, match="unknown --dataset 'mnist'"):
+    ip.load_source("mnist", "train", seed=0)
+
+
+def test_tfds_source_reads_what_tfds_gives():
+  with tfds.testing.mock_data(num_examples=6,
+                                  policy=tfds.testing.MockPolicy.USE_CODE):
+    source = ip.load_source("cifar10", "train", seed=0)
+    expected = list(tfds.load("cifar10", split="train", as_supervised=True))
+  assert source.num_examples == 6
+  for index, (image, label) in enumerate(expected):
+    got_image, got_label = source.fetch(index)
+    np.testing.assert_array_equal(got_image.numpy(), image.numpy())
+    assert int(got_label) == int(label)
+
+
+def test_tfds_without_data_fails_fast_offline(tmp_path, monkeypatch):
+  begin = time.time()
+  with pytest.raises(UsageError, match="tfds cifar10 is not in .* downloading is off"):
+    ip.load_source("cifar10", "train", seed=0, data_dir=str(tmp_path))
+  # A download that cannot reach the data host is refused before tfds starts retrying.
+  monkeypatch.setattr(ip, "DOWNLOAD_PROBE", ("127.0.0.1", 9))
+  with pytest.raises(UsageError, match="cannot reach 127.0.0.1 to download it"):
+    ip.load_source("cifar10", "train", seed=0, data_dir=str(tmp_path), download=True)
+  assert time.time() - begin < 15
+
+
+def _index_source(n):
+  """A source whose label is the example's index, to watch the order of the stream."""
+  return ip.Source(n, lambda i: (tf.zeros([32, 32, 3], tf.uint8), tf.cast(i, tf.int32)))
+
+
+def test_each_epoch_is_a_fresh_permutation_and_batches_span_epochs():
+  batches = ip.train_dataset(_index_source(10), seed=3, global_batch_size=4).take(5)
+  order = np.concatenate([labels.numpy() for _, labels in batches])
+  first, second = order[:10], order[10:20]
+  assert sorted(first) == list(range(10)) and sorted(second) == list(range(10))
+  assert list(first) != list(second) and list(first) != list(range(10))
+
+
+def _first_batches(seed, batch, count, start_step=0, source=None):
+  source = source or ip.synthetic_source(seed, "train")
+  ds = ip.train_dataset(source, seed=seed, global_batch_size=batch, start_step=start_step)
+  return [(x.numpy(), y.numpy()) for x, y in ds.take(count)]
+
+
+def test_same_seed_same_batches_other_seed_other_batches():
+  a, b, c = _first_batches(1, 8, 2), _first_batches(1, 8, 2), _first_batches(2, 8, 2)
+  for (xa, ya), (xb, yb) in zip(a, b):
+    np.testing.assert_array_equal(xa, xb)
+    np.testing.assert_array_equal(ya, yb)
+  assert not np.array_equal(a[0][0], c[0][0])
+
+
+def test_the_stream_does_not_depend_on_how_the_batch_is_split():
+  (big_x, big_y), = _first_batches(4, 8, 1)
+  small = _first_batches(4, 4, 2)
+  np.testing.assert_array_equal(big_x, np.concatenate([x for x, _ in small]))
+  np.testing.assert_array_equal(big_y, np.concatenate([y for _, y in small]))
+
+
+def test_resuming_at_a_step_gives_the_batches_of_an_uninterrupted_stream():
+  source = _index_source(10)  # 4 steps of 6 examples cross two epoch boundaries
+  whole = _first_batches(5, 6, 6, source=source)
+  resumed = _first_batches(5, 6, 2, start_step=4, source=source)
+  for (xa, ya), (xb, yb) in zip(whole[4:], resumed):
+    np.testing.assert_array_equal(ya, yb)
+    np.testing.assert_array_equal(xa, xb)
+
+
+def test_distortions_keep_shapes_and_standardize():
+  (images, labels), = _first_batches(0, 16, 1)
+  assert images.shape == (16, 24, 24, 3) and labels.shape == (16,)
+  np.testing.assert_allclose(images.mean(axis=(1, 2, 3)), 0, atol=1e-4)
+  np.testing.assert_allclose(images.std(axis=(1, 2, 3)), 1, atol=1e-3)
+  assert set(labels) <= set(range(10)) and len(set(labels)) > 3
