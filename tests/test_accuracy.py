@@ -1,0 +1,22 @@
+"""Training on synthetic data learns: the stated accuracy, reached in-process in seconds."""
+
+import pytest
+
+from cifar10 import config
+from strategies import evaluator
+from strategies import loop
+
+STEPS = 200
+
+
+@pytest.mark.slow
+def test_synthetic_precision_after_200_steps(tmp_path):
+  train = config.TrainConfig(train_dir=str(tmp_path / "train"), max_steps=STEPS, batch_size=32,
+                             seed=5, dataset="synthetic", save_checkpoint_steps=STEPS)
+  assert loop.run(train, ["/cpu:0"], "one_device") == STEPS
+  precision, step = evaluator.run(config.EvalConfig(
+      checkpoint_dir=train.train_dir, eval_dir=str(tmp_path / "eval"), run_once=True,
+      num_examples=2048, dataset="synthetic", seed=5))
+  assert step == STEPS
+  # Measured: 1.000 (EMA weights, 2048 test examples; 0.873 after 40 steps); chance 0.10.
+  assert precision >= 0.95
