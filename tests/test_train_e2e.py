@@ -7,6 +7,7 @@ bit for bit, which is what the determinism contract promises for a resumed run.
 import glob
 import os
 import re
+import shutil
 import signal
 import time
 
@@ -153,3 +154,16 @@ def test_eval_scores_the_moving_averages_and_training_learns(reference, tmp_path
   assert precision == pytest.approx(correct / 512, abs=1e-3)
   events = glob.glob(f"{tmp_path}/events.out.tfevents.*")
   assert events
+
+
+def test_corrupt_checkpoint_is_one_line_and_left_untouched(reference, tmp_path):
+  train_dir = tmp_path / "train"
+  shutil.copytree(reference[0], train_dir)
+  data = glob.glob(f"{train_dir}/ckpt-40.data-*")[0]
+  with open(data, "r+b") as f:
+    f.truncate(100)
+  result = _train(train_dir, f"--max_steps={MAX_STEPS + 10}")
+  assert result.returncode == 2 and "Traceback" not in result.stderr
+  assert helpers.error_line(result).startswith(f"error: cannot restore {train_dir}/ckpt-40: ")
+  assert os.path.getsize(data) == 100
+  assert tf.train.latest_checkpoint(str(train_dir)).endswith("ckpt-40")
