@@ -47,11 +47,12 @@ class Source:
     self.fetch = fetch
 
 
-def array_source(images, labels):
-  """A Source over in-memory arrays (numpy, or tensors such as v1 placeholders)."""
+def array_source(images, labels, num_examples=None):
+  """A Source over in-memory arrays: numpy, or tensors such as v1 placeholders (whose length
+  is then given as num_examples, since the stream needs it when the graph is built)."""
   images = tf.convert_to_tensor(images, tf.uint8)
   labels = tf.cast(tf.convert_to_tensor(labels), tf.int32)
-  num = images.shape[0] if images.shape[0] is not None else -1
+  num = images.shape[0] if num_examples is None else num_examples
   return Source(num, lambda i: (tf.gather(images, i), tf.gather(labels, i)))
 
 
@@ -144,17 +145,27 @@ def load_tfds(data_dir, split, download):
   return images, labels
 
 
-def load_source(dataset, split, *, seed, data_dir=None, download=False):
-  """The one entry to the three sources. Must run eagerly (it reads files into memory)."""
+def load_arrays(dataset, split, *, data_dir=None, download=False):
+  """(uint8 images [n,32,32,3], int32 labels [n]) of a file-backed split; None for synthetic.
+
+  Runs eagerly (it reads files into memory). A graph-mode trainer calls it before building
+  its graph and feeds the arrays to placeholders behind `array_source`.
+  """
   if split not in SPLITS:
     raise UsageError(f"unknown split {split!r}; choose from {', '.join(SPLITS)}")
   if dataset == "synthetic":
-    return synthetic_source(seed, split)
+    return None
   if dataset == "cifar10_bin":
-    return array_source(*load_bin(data_dir, split))
+    return load_bin(data_dir, split)
   if dataset == "cifar10":
-    return array_source(*load_tfds(data_dir, split, download))
+    return load_tfds(data_dir, split, download)
   raise UsageError(f"unknown --dataset {dataset!r}; choose from {', '.join(DATASETS)}")
+
+
+def load_source(dataset, split, *, seed, data_dir=None, download=False):
+  """The one entry to the three sources, for eager code."""
+  arrays = load_arrays(dataset, split, data_dir=data_dir, download=download)
+  return synthetic_source(seed, split) if arrays is None else array_source(*arrays)
 
 
 def distort(image, seed, image_size=DEFAULT.image_size):
