@@ -11,13 +11,12 @@ index is replaced atomically, so a run killed at any moment (SIGKILL included) r
 the last complete checkpoint.
 """
 
-import datetime
-import time
-
 from absl import logging
 import tensorflow as tf
 
+from cifar10 import errors
 from cifar10 import input_pipeline
+from cifar10 import progress
 from cifar10 import schedule
 from cifar10.errors import UsageError
 from strategies import distribute
@@ -76,28 +75,18 @@ def run(config, devices, strategy_name="mirrored"):
   # Evaluated inside the step after the increment: record steps 0, every, 2 * every, ...
   should_record = lambda: tf.equal((trainer.global_step - 1) % every, 0)
 
+  logger = progress.StepLogger(start, config.max_steps, config.batch_size * n,
+                               config.log_frequency)
   with writer.as_default(), tf.summary.record_if(should_record):
-    tick, tick_step = time.time(), start
     for step in range(start, config.max_steps):
       try:
         loss, _ = trainer.train_step(iterator)
       except tf.errors.InvalidArgumentError as e:
         if "loss is not finite" not in str(e):
           raise
-        raise UsageError(f"loss is NaN or Inf at step {step}; nothing of this step was applied "
-                         f"or saved (last checkpoint: {manager.latest_checkpoint}). Lower "
-                         "--learning_rate or check the data") from None
+        raise errors.nan_loss(step, manager.latest_checkpoint) from None
+      logger.after_step(step, lambda: loss)
       done = step + 1
-      if step == start:  # the first step traces and compiles: keep it out of the rates
-        tick, tick_step = time.time(), done
-      elif done % config.log_frequency == 0 or done == config.max_steps:
-        loss_value = float(loss)  # syncs with the device, so the time below is honest
-        elapsed = time.time() - tick
-        steps = done - tick_step
-        logging.info("%s: step %d, loss = %.2f (%.1f examples/sec; %.3f sec/batch)",
-                     datetime.datetime.now(), step, loss_value,
-                     steps * config.batch_size * n / elapsed, elapsed / steps)
-        tick, tick_step = time.time(), done
       if done % config.save_checkpoint_steps == 0 or done == config.max_steps:
         manager.save(checkpoint_number=done)
   writer.flush()
