@@ -43,20 +43,25 @@ def test_eval_config_errors():
 
 
 def test_without_gpus_replicas_go_to_logical_cpus():
-  kind, names, limit = devices.plan(config.DeviceConfig(num_gpus=3), num_physical_gpus=0)
-  assert (kind, names, limit) == ("CPU", ["/cpu:0", "/cpu:1", "/cpu:2"], None)
-  kind, names, _ = devices.plan(config.DeviceConfig(num_gpus=2, cpu_only=True), 4)
-  assert (kind, names) == ("CPU", ["/cpu:0", "/cpu:1"])
+  assert devices.plan(config.DeviceConfig(num_gpus=3), 0) == (
+      "CPU", ["/cpu:0", "/cpu:1", "/cpu:2"])
+  cpu_only = config.DeviceConfig(num_gpus=2, cpu_only=True)
+  assert devices.visible_gpu_indices(cpu_only, 4) == []
 
 
-def test_gpus_and_memory_limits():
-  assert devices.plan(config.DeviceConfig(num_gpus=2), 2) == ("GPU", ["/gpu:0", "/gpu:1"], None)
-  assert devices.plan(config.DeviceConfig(memory_limit_mb=4096), 1)[2] == 4096
-  assert devices.plan(config.DeviceConfig(memory_fraction=0.25), 1, 81559)[2] == 20389
+def test_gpus_visible_gpus_and_memory_limits():
+  assert devices.plan(config.DeviceConfig(num_gpus=2), 2) == ("GPU", ["/gpu:0", "/gpu:1"])
+  assert devices.visible_gpu_indices(config.DeviceConfig(visible_gpus="2,0"), 4) == [2, 0]
+  assert devices.visible_gpu_indices(config.DeviceConfig(), 3) == [0, 1, 2]
+  assert devices.memory_limit_mb(config.DeviceConfig(memory_limit_mb=4096), None) == 4096
+  assert devices.memory_limit_mb(config.DeviceConfig(memory_fraction=0.25), 81559) == 20389
+  assert devices.memory_limit_mb(config.DeviceConfig(), 81559) is None
 
 
 def test_more_gpus_than_visible_is_an_error():
   with pytest.raises(UsageError, match="--num_gpus=4 but only 2 GPU"):
     devices.plan(config.DeviceConfig(num_gpus=4), 2)
+  with pytest.raises(UsageError, match="--visible_gpus=0,3 but only 2 GPU"):
+    devices.visible_gpu_indices(config.DeviceConfig(visible_gpus="0,3"), 2)
   with pytest.raises(UsageError, match="use --gpu_memory_limit_mb instead"):
-    devices.plan(config.DeviceConfig(memory_fraction=0.5), 1, None)
+    devices.memory_limit_mb(config.DeviceConfig(memory_fraction=0.5), None)

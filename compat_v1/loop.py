@@ -1,0 +1,114 @@
+"""The Session loop of the tower trainer: resume, input, logging, summaries, Saver.
+
+`run(config, device_config)` mirrors strategies.loop step for step: it resumes from the newest
+`model.ckpt-STEP` in train_dir (reading its global step before the graph is built, so the
+shared input stream starts at the same example as TF2's would), prints the same line every
+log_frequency steps, writes summaries every save_summaries_steps with a FileWriter and saves
+with tf.compat.v1.train.Saver every save_checkpoint_steps and at the end.
+"""
+
+import os
+
+from absl import logging
+import tensorflow as tf
+
+from cifar10 import errors
+from cifar10 import input_pipeline as ip
+from cifar10 import progress
+from cifar10 import schedule
+from cifar10.errors import UsageError
+from cifar10.hparams import DEFAULT
+from compat_v1 import session
+from compat_v1 import towers
+
+v1 = tf.compat.v1
+
+
+def checkpoint_step(path):
+  """The global step stored in checkpoint `path` (raises UsageError if unreadable)."""
+  try:
+    return int(tf.train.load_checkpoint(path).get_tensor("global_step"))
+  except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
+    raise UsageError(f"cannot restore {path}: {str(e).splitlines()[0][:200]}; move it away "
+                     "to start afresh") from None
+
+
+def input_batch(config, global_batch_size, start_step):
+  """(images, labels, iterator, feed_dict) of the shared stream, inside the current graph.
+
+  File-backed data goes through placeholders fed when the iterator is initialised, the TF1
+  way of keeping a 150 MB array out of the GraphDef and the .meta files.
+  """
+  arrays = ip.load_arrays(config.dataset, "train", data_dir=config.data_dir,
+                          download=config.download)
+  feed = {}
+  if arrays is None:
+    source = ip.synthetic_source(config.seed, "train")
+  else:
+    images = v1.placeholder(tf.uint8, [None, ip.HEIGHT, ip.WIDTH, ip.DEPTH], "images")
+    labels = v1.placeholder(tf.int32, [None], "labels")
+    source = ip.array_source(images, labels, num_examples=len(arrays[0]))
+    feed = {images: arrays[0], labels: arrays[1]}
+  dataset = ip.train_dataset(source, seed=config.seed, global_batch_size=global_batch_size,
+                             start_step=start_step)
+  iterator = v1.data.make_initializable_iterator(dataset)
+  images, labels = iterator.get_next()
+  return images, labels, iterator, feed
+
+
+def run(config, device_config):
+  """Trains; returns the final global step. Raises UsageError on bad data or a NaN loss."""
+  devices, proto = session.setup(device_config)
+  n = len(devices)
+  latest = tf.train.latest_checkpoint(config.train_dir)
+  start = checkpoint_step(latest) if latest else 0
+  if start >= config.max_steps:
+    logging.info("Step %d already reached --max_steps=%d; nothing to do", start,
+                 config.max_steps)
+    return start
+  decay_steps = schedule.decay_steps(config.batch_size, n, config.decay_steps_per_global_batch)
+  logging.info("Training %s on %d tower(s) %s, global batch %d, decay every %d steps",
+               config.dataset, n, devices, config.batch_size * n, decay_steps)
+  graph = tf.Graph()
+  with graph.as_default():
+    images, labels, iterator, feed = input_batch(config, config.batch_size * n, start)
+    hparams = DEFAULT.__class__(**{**DEFAULT.__dict__,
+                                   "initial_learning_rate": config.learning_rate})
+    g = towers.build_train_graph(
+        images, labels, devices, seed=config.seed, decay_steps=decay_steps, hparams=hparams,
+        compute_dtype=tf.float16 if config.use_fp16 else tf.float32)
+    saver = v1.train.Saver(max_to_keep=config.max_checkpoints_to_keep)
+    init = v1.global_variables_initializer()
+    os.makedirs(config.train_dir, exist_ok=True)
+    writer = v1.summary.FileWriter(config.train_dir, graph)
+  graph.finalize()
+  prefix = os.path.join(config.train_dir, "model.ckpt")
+  with v1.Session(graph=graph, config=proto) as sess:
+    sess.run(iterator.initializer, feed)
+    if latest:
+      saver.restore(sess, latest)
+      logging.info("Resumed from %s at step %d", latest, start)
+    else:
+      sess.run(init)
+    logger = progress.StepLogger(start, config.max_steps, config.batch_size * n,
+                                 config.log_frequency)
+    for step in range(start, config.max_steps):
+      fetches = [g.train_op, g.loss]
+      if step % config.save_summaries_steps == 0:
+        fetches.append(g.summary_op)
+      try:
+        out = sess.run(fetches)
+      except tf.errors.InvalidArgumentError as e:
+        if "loss is not finite" not in str(e):
+          raise
+        raise errors.nan_loss(step, tf.train.latest_checkpoint(config.train_dir)) from None
+      if len(out) == 3:
+        writer.add_summary(out[2], step)
+      logger.after_step(step, lambda: out[1])
+      done = step + 1
+      if done % config.save_checkpoint_steps == 0 or done == config.max_steps:
+        saver.save(sess, prefix, global_step=done)
+  writer.close()
+  logging.info("Done: step %d, checkpoint %s", config.max_steps,
+               tf.train.latest_checkpoint(config.train_dir))
+  return config.max_steps

@@ -1,0 +1,38 @@
+"""Devices and the ConfigProto of the tower trainer, from the same DeviceConfig as TF2.
+
+Where the TF2 trainer calls tf.config (cifar10.devices), a TF1 program put every setting in
+one ConfigProto handed to its Session. Without GPUs, `device_count={'CPU': N}` gives the
+Session N CPU devices for N towers. Which devices to use is the shared `devices.plan`.
+"""
+
+from absl import logging
+import tensorflow as tf
+
+from cifar10 import devices
+
+
+def setup(config):
+  """(tower device names, ConfigProto) for `config`; logs one line when towers go to CPUs."""
+  gpus = devices.visible_gpu_indices(config, len(tf.config.list_physical_devices("GPU")))
+  kind, names = devices.plan(config, len(gpus))
+  proto = tf.compat.v1.ConfigProto(
+      allow_soft_placement=config.soft_placement,
+      log_device_placement=config.log_device_placement,
+      intra_op_parallelism_threads=config.intra_op_threads,
+      inter_op_parallelism_threads=config.inter_op_threads)
+  if kind == "CPU":
+    proto.device_count["GPU"] = 0
+    proto.device_count["CPU"] = config.num_gpus
+    if config.num_gpus > 1:
+      logging.info("No GPU in use: running %d towers on %d CPU devices (%s)", config.num_gpus,
+                   config.num_gpus, ", ".join(names))
+    return names, proto
+  options = proto.gpu_options
+  options.allow_growth = config.allow_growth
+  options.visible_device_list = ",".join(str(i) for i in gpus)
+  if config.memory_fraction is not None:
+    options.per_process_gpu_memory_fraction = config.memory_fraction
+  if config.memory_limit_mb is not None:
+    for _ in gpus:
+      options.experimental.virtual_devices.add(memory_limit_mb=[config.memory_limit_mb])
+  return names, proto

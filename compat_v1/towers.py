@@ -1,0 +1,96 @@
+"""The multi-tower training graph of `cifar10_multi_gpu_train.py`, over the shared core.
+
+Call `build_train_graph(...)` inside a `tf.Graph().as_default()` block. It creates the
+variables on /cpu:0 with tf.compat.v1.get_variable under their TF1 scopes (initial values from
+`cifar10.model.initial_values(seed)`), splits the global batch into contiguous tower slices,
+builds one tower per device under `tf.device(dev)` and `name_scope('tower_i')` with variable
+reuse after the first, averages the tower gradients on the CPU, applies them with
+GradientDescentOptimizer and the global step, then updates the EMA. Unlike the original,
+the EMA runs after the update (a control dependency), never racing it.
+"""
+
+import collections
+
+import tensorflow as tf
+
+from cifar10 import losses
+from cifar10 import model
+from cifar10 import schedule
+
+v1 = tf.compat.v1
+TOWER_NAME = "tower"
+
+TrainGraph = collections.namedtuple(
+    "TrainGraph", "train_op loss learning_rate global_step params ema grads summary_op")
+
+
+def tower_params(initial_values):
+  """The model variables, created by the first tower and reused by the others.
+
+  The caller's variable scope decides: after tower 0 calls `reuse_variables()`, get_variable
+  returns the existing variables. /cpu:0 holds them, as `_variable_on_cpu` did.
+  """
+  params = {}
+  with tf.device("/cpu:0"):
+    for spec in model.SPECS:
+      scope, leaf = spec.name.split("/")
+      with v1.variable_scope(scope):
+        params[spec.name] = v1.get_variable(leaf, initializer=initial_values[spec.name])
+  return params
+
+
+def average_gradients(tower_grads):
+  """Average of each variable's gradient over the towers (a synchronization point).
+
+  Args:
+    tower_grads: one list per tower, each [(gradient, variable), ...] over the same variables
+      in the same order, as returned by `Optimizer.compute_gradients`:
+      [[(g0_t0, v0), (g1_t0, v1), ...], [(g0_t1, v0), (g1_t1, v1), ...], ...].
+  Returns:
+    [(mean gradient, variable), ...] in that order.
+  """
+  average = []
+  for grad_and_vars in zip(*tower_grads):
+    grads = [tf.expand_dims(g, 0) for g, _ in grad_and_vars]
+    average.append((tf.reduce_mean(tf.concat(grads, 0), 0), grad_and_vars[0][1]))
+  return average
+
+
+def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
+                      compute_dtype=tf.float32):
+  """The train op and what the loop reports; `images`/`labels` are one global batch."""
+  initial_values = model.initial_values(seed)
+  with tf.device("/cpu:0"):
+    global_step = v1.train.get_or_create_global_step()
+    lr = schedule.learning_rate(global_step, decay_steps, hparams)
+    opt = v1.train.GradientDescentOptimizer(lr)
+    image_slices = tf.split(images, len(devices))
+    label_slices = tf.split(labels, len(devices))
+  tower_grads, tower_losses = [], []
+  with v1.variable_scope(v1.get_variable_scope()):
+    for i, device in enumerate(devices):
+      with tf.device(device), tf.name_scope(f"{TOWER_NAME}_{i}"):
+        params = tower_params(initial_values)
+        logits = model.inference(params, image_slices[i], compute_dtype)
+        loss = losses.tower_loss(logits, label_slices[i], params)
+        v1.get_variable_scope().reuse_variables()
+        variables = [params[n] for n in model.VARIABLE_NAMES]
+        tower_grads.append(opt.compute_gradients(loss, variables))
+        tower_losses.append(loss)
+  with tf.device("/cpu:0"):
+    grads = average_gradients(tower_grads)
+    loss = tf.debugging.check_numerics(tf.add_n(tower_losses) / len(devices),
+                                       "loss is not finite")
+    with tf.control_dependencies([loss]):
+      apply_op = opt.apply_gradients(grads, global_step=global_step)
+    ema = v1.train.ExponentialMovingAverage(hparams.moving_average_decay, global_step)
+    with tf.control_dependencies([apply_op]):
+      train_op = ema.apply(variables)
+    # After the step, so the weight histograms show the updated weights as in TF2.
+    with tf.control_dependencies([train_op]):
+      summaries = [v1.summary.scalar("loss", loss), v1.summary.scalar("learning_rate", lr)]
+      for name, (grad, var) in zip(model.VARIABLE_NAMES, grads):
+        summaries.append(v1.summary.histogram(name, var.read_value()))
+        summaries.append(v1.summary.histogram(name + "/gradients", grad))
+  return TrainGraph(train_op, loss, lr, global_step, params, ema,
+                    [g for g, _ in grads], v1.summary.merge(summaries))
