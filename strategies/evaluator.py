@@ -1,8 +1,9 @@
 """Precision @ 1 of a checkpoint's moving averages (the TF2 form of `cifar10_eval.py`).
 
-The model variables are restored from the checkpoint's EMA shadows (`ema/<name>`), the TF2
-counterpart of `ExponentialMovingAverage.variables_to_restore()`, and the first num_examples
-of the eval split are classified in full batches on one device.
+The model variables are loaded with the checkpoint's EMA shadows (the TF2 counterpart of
+`ExponentialMovingAverage.variables_to_restore()`), and the first num_examples of the eval
+split are classified in full batches on one device. Checkpoints of either trainer are read
+(cifar10.checkpoints maps the names).
 """
 
 import time
@@ -10,6 +11,7 @@ import time
 from absl import logging
 import tensorflow as tf
 
+from cifar10 import checkpoints
 from cifar10 import input_pipeline
 from cifar10 import model
 from cifar10.errors import UsageError
@@ -31,8 +33,6 @@ class Evaluator:
                        f"{config.batch_size} (the split has {source.num_examples})")
     values = model.initial_values(0)  # only for shapes; every value is overwritten on restore
     self.params = {n: tf.Variable(values[n], name=n) for n in model.VARIABLE_NAMES}
-    self.global_step = tf.Variable(0, dtype=tf.int64)
-    self.checkpoint = tf.train.Checkpoint(global_step=self.global_step, ema=self.params)
     self.writer = tf.summary.create_file_writer(config.eval_dir)
 
   @tf.function
@@ -42,14 +42,12 @@ class Evaluator:
 
   def evaluate(self, path):
     """Returns (precision @ 1, global step) of checkpoint `path` and writes the summary."""
-    try:
-      self.checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
-    except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
-      raise UsageError(f"cannot read the moving averages from {path}: "
-                       f"{str(e).splitlines()[0][:200]}") from None
+    state = checkpoints.read(path, kinds=("ema", "step"))
+    for name, value in state.averages.items():
+      self.params[name].assign(value)
     correct = sum(int(self._correct(x, y)) for x, y in self.dataset)
     precision = correct / (self.num_batches * self.config.batch_size)
-    step = int(self.global_step.numpy())
+    step = state.global_step
     with self.writer.as_default():
       tf.summary.scalar("Precision @ 1", precision, step=step)
     self.writer.flush()
@@ -61,13 +59,8 @@ class Evaluator:
 def run(config):
   """Evaluates the newest checkpoint once, or each new one every eval_interval_secs."""
   evaluator = Evaluator(config)
-  if config.run_once:
-    path = tf.train.latest_checkpoint(config.checkpoint_dir)
-    if path is None:
-      raise UsageError(f"no checkpoint found in {config.checkpoint_dir}")
-    return evaluator.evaluate(path)
   result = None
-  for path in tf.train.checkpoints_iterator(config.checkpoint_dir,
-                                            min_interval_secs=config.eval_interval_secs):
+  for path in checkpoints.to_evaluate(config.checkpoint_dir, config.run_once,
+                                      config.eval_interval_secs):
     result = evaluator.evaluate(path)
   return result

@@ -1,0 +1,105 @@
+"""Reads a checkpoint of either trainer into plain arrays: the bridge between the two worlds.
+
+The two trainers store the same values under different keys:
+
+  what                 tf.compat.v1 Saver (compat_v1)            tf.train.Checkpoint (strategies)
+  weights              conv1/weights                             params/conv1.Sweights/.ATTRIBUTES/VARIABLE_VALUE
+  moving averages      conv1/weights/ExponentialMovingAverage    ema/conv1.Sweights/.ATTRIBUTES/VARIABLE_VALUE
+  global step          global_step                               global_step/.ATTRIBUTES/VARIABLE_VALUE
+
+(object-based checkpoints escape "/" in dict keys as ".S"). `keys(path)` says where each value
+lives in a given file; `read(path)` loads them, with one-line errors for a missing file, a
+missing variable or a wrong shape.
+"""
+
+import dataclasses
+
+import tensorflow as tf
+
+from cifar10 import model
+from cifar10.errors import UsageError
+
+EMA_SUFFIX = "/ExponentialMovingAverage"
+
+
+def _object_key(group, name):
+  return f"{group}/{name.replace('/', '.S')}/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def candidate_keys(kind, name):
+  """(v1 key, TF2 key) for kind 'weights' | 'ema' | 'step' of variable `name`."""
+  if kind == "step":
+    return "global_step", "global_step/.ATTRIBUTES/VARIABLE_VALUE"
+  if kind == "ema":
+    return name + EMA_SUFFIX, _object_key("ema", name)
+  return name, _object_key("params", name)
+
+
+@dataclasses.dataclass
+class State:
+  """Weights and moving averages {TF1 name: ndarray} and the global step of a checkpoint."""
+  weights: dict
+  averages: dict
+  global_step: int
+
+
+def resolve(path):
+  """`path` itself if it is a checkpoint prefix, else the newest checkpoint in that folder."""
+  if path and tf.io.gfile.isdir(path):
+    latest = tf.train.latest_checkpoint(path)
+    if latest is None:
+      raise UsageError(f"no checkpoint found in {path}")
+    return latest
+  if not path or not tf.io.gfile.exists(path + ".index"):
+    raise UsageError(f"no checkpoint at {path!r} (expected a folder or a prefix with a "
+                     ".index file)")
+  return path
+
+
+def _reader(path):
+  try:
+    return tf.train.load_checkpoint(path)
+  except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
+    raise UsageError(f"cannot read checkpoint {path}: {str(e).splitlines()[0][:200]}") from None
+
+
+def keys(path, kinds=("weights", "ema", "step")):
+  """{(kind, name): key in the file at `path`}, checking presence and shapes."""
+  shapes = _reader(path).get_variable_to_shape_map()
+  found = {}
+  for kind in kinds:
+    for spec in ([None] if kind == "step" else model.SPECS):
+      name = "global_step" if spec is None else spec.name
+      options = [k for k in candidate_keys(kind, name) if k in shapes]
+      label = {"weights": name, "ema": name + EMA_SUFFIX, "step": "global_step"}[kind]
+      if not options:
+        raise UsageError(f"checkpoint {path} has no variable {label} (looked for "
+                         f"{' or '.join(candidate_keys(kind, name))})")
+      want = () if spec is None else spec.shape
+      if tuple(shapes[options[0]]) != want:
+        raise UsageError(f"checkpoint {path}: {label} has shape {list(shapes[options[0]])}, "
+                         f"the model needs {list(want)}")
+      found[(kind, name)] = options[0]
+  return found
+
+
+def read(path, kinds=("weights", "ema", "step")):
+  """The State of the checkpoint at `path` (a prefix, or a folder: its newest checkpoint)."""
+  path = resolve(path)
+  where = keys(path, kinds)
+  reader = _reader(path)
+  try:
+    values = {k: reader.get_tensor(key) for k, key in where.items()}
+  except Exception as e:  # pylint: disable=broad-except  # e.g. a truncated data file
+    raise UsageError(f"cannot read checkpoint {path}: {str(e).splitlines()[0][:200]}") from None
+  return State(weights={n: v for (kind, n), v in values.items() if kind == "weights"},
+               averages={n: v for (kind, n), v in values.items() if kind == "ema"},
+               global_step=int(values.get(("step", "global_step"), 0)))
+
+
+def to_evaluate(checkpoint_dir, run_once, interval_secs):
+  """The checkpoints an evaluator should score: the newest once, or each new one as it comes."""
+  if run_once:
+    yield resolve(checkpoint_dir)
+    return
+  yield from tf.train.checkpoints_iterator(checkpoint_dir, min_interval_secs=interval_secs)

@@ -1,0 +1,100 @@
+"""Precision @ 1 the TF1 way: a graph, `variables_to_restore()`, a Saver, a Session.
+
+As the original `cifar10_eval.py`: the model variables are restored from their moving
+averages through `ExponentialMovingAverage.variables_to_restore()`. For a checkpoint written by
+`strategies.train` the same variables are restored from its object-based keys (the Saver maps
+any key to any variable), so both trainers' checkpoints are scored alike.
+"""
+
+import time
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from cifar10 import checkpoints
+from cifar10 import input_pipeline as ip
+from cifar10 import model
+from cifar10.errors import UsageError
+from cifar10.hparams import DEFAULT
+
+v1 = tf.compat.v1
+
+
+class Evaluator:
+  """The eval graph and its session; `evaluate(path)` restores and scores one checkpoint."""
+
+  def __init__(self, config):
+    self.config = config
+    split = "test" if config.eval_data == "test" else "train"
+    arrays = ip.load_arrays(config.dataset, split, data_dir=config.data_dir,
+                            download=config.download)
+    self.graph = tf.Graph()
+    with self.graph.as_default():
+      feed = {}
+      if arrays is None:
+        source = ip.synthetic_source(config.seed, split)
+      else:
+        images = v1.placeholder(tf.uint8, [None, ip.HEIGHT, ip.WIDTH, ip.DEPTH])
+        labels = v1.placeholder(tf.int32, [None])
+        source = ip.array_source(images, labels, num_examples=len(arrays[0]))
+        feed = {images: arrays[0], labels: arrays[1]}
+      self.num_batches = min(config.num_examples, source.num_examples) // config.batch_size
+      if self.num_batches == 0:
+        raise UsageError(f"--num_examples={config.num_examples} gives no full batch of "
+                         f"{config.batch_size} (the split has {source.num_examples})")
+      dataset = ip.eval_dataset(source, batch_size=config.batch_size,
+                                num_examples=config.num_examples)
+      self.iterator = v1.data.make_initializable_iterator(dataset)
+      self.feed = feed
+      images, labels = self.iterator.get_next()
+      values = model.initial_values(0)  # shapes only: every value comes from the checkpoint
+      params = {}
+      for spec in model.SPECS:
+        scope, leaf = spec.name.split("/")
+        with v1.variable_scope(scope):
+          params[spec.name] = v1.get_variable(leaf, initializer=values[spec.name])
+      self.global_step = v1.train.get_or_create_global_step()
+      self.top_k = tf.math.in_top_k(labels, model.inference(params, images), 1)
+      ema = v1.train.ExponentialMovingAverage(DEFAULT.moving_average_decay)
+      self.restore_map = ema.variables_to_restore()  # {'conv1/weights/Exponential...': var}
+      self.params = params
+      self.summary_value = v1.placeholder(tf.float32, [])
+      self.summary = v1.summary.scalar("Precision @ 1", self.summary_value)
+      self.writer = v1.summary.FileWriter(config.eval_dir, self.graph)
+
+  def _saver(self, path):
+    """A Saver from checkpoint keys to our variables, for either trainer's key names."""
+    where = checkpoints.keys(path, kinds=("ema", "step"))
+    var_list = {where[("ema", name)]: self.restore_map[name + checkpoints.EMA_SUFFIX]
+                for name in model.VARIABLE_NAMES}
+    var_list[where[("step", "global_step")]] = self.global_step
+    return v1.train.Saver(var_list)
+
+  def evaluate(self, path):
+    """Returns (precision @ 1, global step) of checkpoint `path` and writes the summary."""
+    with self.graph.as_default(), v1.Session(graph=self.graph) as sess:
+      saver = self._saver(path)
+      try:
+        saver.restore(sess, path)
+      except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
+        raise UsageError(f"cannot restore {path}: {str(e).splitlines()[0][:200]}") from None
+      sess.run(self.iterator.initializer, self.feed)
+      correct = sum(int(np.sum(sess.run(self.top_k))) for _ in range(self.num_batches))
+      step = int(sess.run(self.global_step))
+      precision = correct / (self.num_batches * self.config.batch_size)
+      self.writer.add_summary(sess.run(self.summary, {self.summary_value: precision}), step)
+    self.writer.flush()
+    logging.info("%s: precision @ 1 = %.3f (step %d, %s)", time.strftime("%Y-%m-%d %H:%M:%S"),
+                 precision, step, path)
+    return precision, step
+
+
+def run(config):
+  """Evaluates the newest checkpoint once, or each new one every eval_interval_secs."""
+  evaluator = Evaluator(config)
+  result = None
+  for path in checkpoints.to_evaluate(config.checkpoint_dir, config.run_once,
+                                      config.eval_interval_secs):
+    result = evaluator.evaluate(path)
+  return result
