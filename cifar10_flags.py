@@ -57,6 +57,9 @@ def define_train_flags():
   flags.DEFINE_integer("save_summaries_steps", 100, "Write summaries every this many steps.")
   flags.DEFINE_integer("save_checkpoint_steps", 1000, "Checkpoint every this many steps.")
   flags.DEFINE_integer("max_checkpoints_to_keep", 5, "Older checkpoints are deleted.")
+  flags.DEFINE_string("init_from", None, "Start a new run from this checkpoint (a prefix or a "
+                      "folder) of either trainer: weights, moving averages and global step. "
+                      "Ignored when --train_dir already has a checkpoint to resume.")
 
 
 def train_config(values):
@@ -68,7 +71,7 @@ def train_config(values):
       use_fp16=values.use_fp16, log_frequency=values.log_frequency,
       save_summaries_steps=values.save_summaries_steps,
       save_checkpoint_steps=values.save_checkpoint_steps,
-      max_checkpoints_to_keep=values.max_checkpoints_to_keep)
+      max_checkpoints_to_keep=values.max_checkpoints_to_keep, init_from=values.init_from)
 
 
 def define_eval_flags():

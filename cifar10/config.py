@@ -88,6 +88,7 @@ class TrainConfig:
   save_summaries_steps: int = 100
   save_checkpoint_steps: int = 1000
   max_checkpoints_to_keep: int = 5
+  init_from: Optional[str] = None  # a checkpoint of either trainer to start from
 
   def __post_init__(self):
     if not self.train_dir:

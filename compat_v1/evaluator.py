@@ -17,6 +17,7 @@ from cifar10 import input_pipeline as ip
 from cifar10 import model
 from cifar10.errors import UsageError
 from cifar10.hparams import DEFAULT
+from compat_v1 import restore
 
 v1 = tf.compat.v1
 
@@ -56,25 +57,18 @@ class Evaluator:
           params[spec.name] = v1.get_variable(leaf, initializer=values[spec.name])
       self.global_step = v1.train.get_or_create_global_step()
       self.top_k = tf.math.in_top_k(labels, model.inference(params, images), 1)
-      ema = v1.train.ExponentialMovingAverage(DEFAULT.moving_average_decay)
-      self.restore_map = ema.variables_to_restore()  # {'conv1/weights/Exponential...': var}
-      self.params = params
+      # The original's idiom: {'conv1/weights/ExponentialMovingAverage': conv1/weights, ...}
+      to_restore = v1.train.ExponentialMovingAverage(
+          DEFAULT.moving_average_decay).variables_to_restore()
+      self.averages = {n: to_restore[n + checkpoints.EMA_SUFFIX] for n in model.VARIABLE_NAMES}
       self.summary_value = v1.placeholder(tf.float32, [])
       self.summary = v1.summary.scalar("Precision @ 1", self.summary_value)
       self.writer = v1.summary.FileWriter(config.eval_dir, self.graph)
 
-  def _saver(self, path):
-    """A Saver from checkpoint keys to our variables, for either trainer's key names."""
-    where = checkpoints.keys(path, kinds=("ema", "step"))
-    var_list = {where[("ema", name)]: self.restore_map[name + checkpoints.EMA_SUFFIX]
-                for name in model.VARIABLE_NAMES}
-    var_list[where[("step", "global_step")]] = self.global_step
-    return v1.train.Saver(var_list)
-
   def evaluate(self, path):
     """Returns (precision @ 1, global step) of checkpoint `path` and writes the summary."""
     with self.graph.as_default(), v1.Session(graph=self.graph) as sess:
-      saver = self._saver(path)
+      saver = restore.saver(path, self.global_step, averages=self.averages)
       try:
         saver.restore(sess, path)
       except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here

@@ -7,30 +7,24 @@ log_frequency steps, writes summaries every save_summaries_steps with a FileWrit
 with tf.compat.v1.train.Saver every save_checkpoint_steps and at the end.
 """
 
+import dataclasses
 import os
 
 from absl import logging
 import tensorflow as tf
 
+from cifar10 import checkpoints
 from cifar10 import errors
 from cifar10 import input_pipeline as ip
 from cifar10 import progress
 from cifar10 import schedule
 from cifar10.errors import UsageError
 from cifar10.hparams import DEFAULT
+from compat_v1 import restore
 from compat_v1 import session
 from compat_v1 import towers
 
 v1 = tf.compat.v1
-
-
-def checkpoint_step(path):
-  """The global step stored in checkpoint `path` (raises UsageError if unreadable)."""
-  try:
-    return int(tf.train.load_checkpoint(path).get_tensor("global_step"))
-  except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
-    raise UsageError(f"cannot restore {path}: {str(e).splitlines()[0][:200]}; move it away "
-                     "to start afresh") from None
 
 
 def input_batch(config, global_batch_size, start_step):
@@ -61,7 +55,9 @@ def run(config, device_config):
   devices, proto = session.setup(device_config)
   n = len(devices)
   latest = tf.train.latest_checkpoint(config.train_dir)
-  start = checkpoint_step(latest) if latest else 0
+  init_path = checkpoints.resolve(config.init_from) if config.init_from and not latest else None
+  resume_from = latest or init_path
+  start = checkpoints.read(resume_from, kinds=("step",)).global_step if resume_from else 0
   if start >= config.max_steps:
     logging.info("Step %d already reached --max_steps=%d; nothing to do", start,
                  config.max_steps)
@@ -72,12 +68,14 @@ def run(config, device_config):
   graph = tf.Graph()
   with graph.as_default():
     images, labels, iterator, feed = input_batch(config, config.batch_size * n, start)
-    hparams = DEFAULT.__class__(**{**DEFAULT.__dict__,
-                                   "initial_learning_rate": config.learning_rate})
+    hparams = dataclasses.replace(DEFAULT, initial_learning_rate=config.learning_rate)
     g = towers.build_train_graph(
         images, labels, devices, seed=config.seed, decay_steps=decay_steps, hparams=hparams,
         compute_dtype=tf.float16 if config.use_fp16 else tf.float32)
     saver = v1.train.Saver(max_to_keep=config.max_checkpoints_to_keep)
+    if init_path:
+      averages = {n: g.ema.average(v) for n, v in g.params.items()}
+      init_saver = restore.saver(init_path, g.global_step, g.params, averages)
     init = v1.global_variables_initializer()
     os.makedirs(config.train_dir, exist_ok=True)
     writer = v1.summary.FileWriter(config.train_dir, graph)
@@ -86,10 +84,17 @@ def run(config, device_config):
   with v1.Session(graph=graph, config=proto) as sess:
     sess.run(iterator.initializer, feed)
     if latest:
-      saver.restore(sess, latest)
+      try:
+        saver.restore(sess, latest)
+      except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
+        raise UsageError(f"cannot restore {latest}: {str(e).splitlines()[0][:200]}; move it "
+                         "away to start afresh") from None
       logging.info("Resumed from %s at step %d", latest, start)
     else:
       sess.run(init)
+      if init_path:
+        init_saver.restore(sess, init_path)
+        logging.info("Initialized from %s at step %d", init_path, start)
     logger = progress.StepLogger(start, config.max_steps, config.batch_size * n,
                                  config.log_frequency)
     for step in range(start, config.max_steps):

@@ -14,6 +14,7 @@ the last complete checkpoint.
 from absl import logging
 import tensorflow as tf
 
+from cifar10 import checkpoints
 from cifar10 import errors
 from cifar10 import input_pipeline
 from cifar10 import progress
@@ -54,9 +55,16 @@ def run(config, devices, strategy_name="mirrored"):
   manager = tf.train.CheckpointManager(checkpoint, config.train_dir,
                                        max_to_keep=config.max_checkpoints_to_keep)
   resumed = restore_latest(checkpoint, manager)
-  start = int(trainer.global_step.numpy())
   if resumed:
-    logging.info("Resumed from %s at step %d", resumed, start)
+    logging.info("Resumed from %s at step %d", resumed, trainer.global_step.numpy())
+  elif config.init_from:
+    state = checkpoints.read(config.init_from)
+    for name, value in state.weights.items():
+      trainer.params[name].assign(value)
+      trainer.averages[name].assign(state.averages[name])
+    trainer.global_step.assign(state.global_step)
+    logging.info("Initialized from %s at step %d", config.init_from, state.global_step)
+  start = int(trainer.global_step.numpy())
   if start >= config.max_steps:
     logging.info("Step %d already reached --max_steps=%d; nothing to do", start,
                  config.max_steps)
