@@ -57,7 +57,7 @@ def run(config, device_config):
   latest = tf.train.latest_checkpoint(config.train_dir)
   init_path = checkpoints.resolve(config.init_from) if config.init_from and not latest else None
   resume_from = latest or init_path
-  start = checkpoints.read(resume_from, kinds=("step",)).global_step if resume_from else 0
+  start = checkpoints.read(resume_from).global_step if resume_from else 0
   if start >= config.max_steps:
     logging.info("Step %d already reached --max_steps=%d; nothing to do", start,
                  config.max_steps)

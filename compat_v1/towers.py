@@ -90,7 +90,8 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
     with tf.control_dependencies([train_op]):
       summaries = [v1.summary.scalar("loss", loss), v1.summary.scalar("learning_rate", lr)]
       for name, (grad, var) in zip(model.VARIABLE_NAMES, grads):
-        summaries.append(v1.summary.histogram(name, var.read_value()))
+        # "/values": a bare "conv1/weights" would collide with the variable's op name.
+        summaries.append(v1.summary.histogram(name + "/values", var.read_value()))
         summaries.append(v1.summary.histogram(name + "/gradients", grad))
   return TrainGraph(train_op, loss, lr, global_step, params, ema,
                     [g for g, _ in grads], v1.summary.merge(summaries))

@@ -82,7 +82,7 @@ class Trainer:
     tf.summary.scalar("loss", loss, step=step)
     tf.summary.scalar("learning_rate", lr, step=step)
     for name, grad in zip(model.VARIABLE_NAMES, grads):
-      tf.summary.histogram(name, self.params[name], step=step)
+      tf.summary.histogram(name + "/values", self.params[name], step=step)
       tf.summary.histogram(name + "/gradients",
                            self.strategy.experimental_local_results(grad)[0], step=step)
     return loss, lr

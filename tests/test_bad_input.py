@@ -1,4 +1,7 @@
-"""Bad input to the binaries: one line naming the problem, a non-zero exit, no traceback."""
+"""Bad input to the binaries: one line naming the problem, a non-zero exit, no traceback.
+
+Both trainers take the same flags and answer the same bad input with the same line.
+"""
 
 import os
 import time
@@ -6,6 +9,8 @@ import time
 import pytest
 
 from tests import helpers
+
+TRAINERS = pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
 
 
 def _check(result, expected):
@@ -24,52 +29,75 @@ def _check(result, expected):
     ("--max_steps=-3", "--max_steps must be a positive integer, got -3"),
     ("--dataset=imagenet", "unknown --dataset 'imagenet'; choose from synthetic, cifar10_bin"),
     ("--per_process_gpu_memory_fraction=1.5", "must be in (0, 1], got 1.5"),
-    ("--strategy=tpu", "unknown --strategy 'tpu'"),
 ])
-def test_bad_flags(flag, expected, tmp_path):
-  _check(helpers.run("strategies.train", f"--train_dir={tmp_path}", "--dataset=synthetic",
-                     flag), expected)
+@TRAINERS
+def test_bad_flags(flag, expected, trainer, tmp_path):
+  _check(helpers.run(trainer, f"--train_dir={tmp_path}", "--dataset=synthetic", flag), expected)
   assert not os.listdir(tmp_path)
 
 
-def test_bin_dataset_with_a_missing_directory(tmp_path):
-  _check(helpers.run("strategies.train", f"--train_dir={tmp_path / 't'}",
+@TRAINERS
+def test_bin_dataset_with_a_missing_directory(trainer, tmp_path):
+  _check(helpers.run(trainer, f"--train_dir={tmp_path / 't'}",
                      "--dataset=cifar10_bin", f"--data_dir={tmp_path / 'absent'}"),
          "is not a directory; it must hold the CIFAR-10 binary files")
 
 
-def test_bin_file_whose_size_is_not_a_multiple_of_3073(tmp_path):
+@TRAINERS
+def test_bin_file_whose_size_is_not_a_multiple_of_3073(trainer, tmp_path):
   data = tmp_path / "cifar-10-batches-bin"
   data.mkdir()
   for name in [f"data_batch_{i}.bin" for i in range(1, 6)]:
     (data / name).write_bytes(b"\0" * 3073 * 2)
   (data / "data_batch_4.bin").write_bytes(b"\0" * 5000)
-  _check(helpers.run("strategies.train", f"--train_dir={tmp_path / 't'}",
+  _check(helpers.run(trainer, f"--train_dir={tmp_path / 't'}",
                      "--dataset=cifar10_bin", f"--data_dir={tmp_path}"),
          "data_batch_4.bin is 5000 bytes, not a positive multiple of the 3073-byte")
   assert not (tmp_path / "t").exists() or not any((tmp_path / "t").glob("ckpt-*"))
 
 
-def test_tfds_cifar10_absent_fails_within_seconds_and_says_what_to_do(tmp_path):
+@TRAINERS
+def test_tfds_cifar10_absent_fails_within_seconds_and_says_what_to_do(trainer, tmp_path):
   begin = time.time()
-  line = _check(helpers.run("strategies.train", f"--train_dir={tmp_path / 't'}",
+  line = _check(helpers.run(trainer, f"--train_dir={tmp_path / 't'}",
                             "--dataset=cifar10", f"--data_dir={tmp_path}"),
                 f"tfds cifar10 is not in {tmp_path} and downloading is off")
   assert "--download" in line and "--dataset=synthetic" in line
   assert time.time() - begin < 60  # the process start included; tfds itself fails in 0.1 s
 
 
-def test_more_gpus_than_exist_on_a_cpu_box_is_refused_for_named_gpus(tmp_path):
-  _check(helpers.run("strategies.train", f"--train_dir={tmp_path}", "--dataset=synthetic",
+@TRAINERS
+def test_more_gpus_than_exist_on_a_cpu_box_is_refused_for_named_gpus(trainer, tmp_path):
+  _check(helpers.run(trainer, f"--train_dir={tmp_path}", "--dataset=synthetic",
                      "--visible_gpus=0,1"), "--visible_gpus=0,1 but only 0 GPU(s) exist")
 
 
-def test_eval_without_a_checkpoint(tmp_path):
-  _check(helpers.run("strategies.eval", f"--checkpoint_dir={tmp_path}", "--run_once",
+def test_unknown_strategy(tmp_path):
+  _check(helpers.run("strategies.train", f"--train_dir={tmp_path}", "--dataset=synthetic",
+                     "--strategy=tpu"), "unknown --strategy 'tpu'")
+
+
+@pytest.mark.parametrize("evaluator", ["strategies.eval", "compat_v1.eval"])
+def test_eval_without_a_checkpoint(evaluator, tmp_path):
+  _check(helpers.run(evaluator, f"--checkpoint_dir={tmp_path}", "--run_once",
                      f"--eval_dir={tmp_path / 'e'}", "--dataset=synthetic"),
          f"no checkpoint found in {tmp_path}")
 
 
-def test_unexpected_positional_argument(tmp_path):
-  _check(helpers.run("strategies.train", f"--train_dir={tmp_path}", "extra"),
+@TRAINERS
+def test_init_from_a_missing_or_incompatible_checkpoint(trainer, tmp_path):
+  _check(helpers.run(trainer, f"--train_dir={tmp_path / 't'}", "--dataset=synthetic",
+                     f"--init_from={tmp_path / 'nothing'}"), "no checkpoint at")
+  # A checkpoint of another model: conv1/weights has the wrong shape, the rest is missing.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  tf.train.Checkpoint(params={"conv1/weights": tf.Variable(tf.zeros([3, 3, 3, 8]))}).write(
+      str(tmp_path / "other" / "ckpt"))
+  _check(helpers.run(trainer, f"--train_dir={tmp_path / 't'}", "--dataset=synthetic",
+                     f"--init_from={tmp_path / 'other' / 'ckpt'}"),
+         "conv1/weights has shape [3, 3, 3, 8], the model needs [5, 5, 3, 64]")
+
+
+@TRAINERS
+def test_unexpected_positional_argument(trainer, tmp_path):
+  _check(helpers.run(trainer, f"--train_dir={tmp_path}", "extra"),
          "unexpected arguments: extra")

@@ -78,7 +78,7 @@ def test_summaries_hold_loss_lr_and_histograms_every_interval(reference):
         tags.setdefault(value.tag, []).append(event.step)
   assert tags["loss"] == [0, 10, 20, 30]
   assert tags["learning_rate"] == [0, 10, 20, 30]
-  assert tags["local3/weights"] == [0, 10, 20, 30]
+  assert tags["local3/weights/values"] == [0, 10, 20, 30]
   assert tags["conv1/weights/gradients"] == [0, 10, 20, 30]
 
 
