@@ -97,9 +97,13 @@ def read(path, kinds=("weights", "ema", "step")):
                global_step=int(values.get(("step", "global_step"), 0)))
 
 
-def to_evaluate(checkpoint_dir, run_once, interval_secs):
-  """The checkpoints an evaluator should score: the newest once, or each new one as it comes."""
-  if run_once:
-    yield resolve(checkpoint_dir)
-    return
-  yield from tf.train.checkpoints_iterator(checkpoint_dir, min_interval_secs=interval_secs)
+def evaluate_each(evaluate, config):
+  """Calls evaluate(path) on the newest checkpoint (config.run_once) or on each new one as it
+  appears, every eval_interval_secs, like `cifar10_eval.py`; returns the last result."""
+  if config.run_once:
+    return evaluate(resolve(config.checkpoint_dir))
+  result = None
+  for path in tf.train.checkpoints_iterator(config.checkpoint_dir,
+                                            min_interval_secs=config.eval_interval_secs):
+    result = evaluate(path)
+  return result

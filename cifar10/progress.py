@@ -1,4 +1,4 @@
-"""The original's progress line, timed the same way by both trainers.
+"""The original's progress lines, printed the same way by both trainers and both evaluators.
 
 `<time>: step N, loss = X (Y examples/sec; Z sec/batch)` every log_frequency steps, where
 examples/sec counts the global batch and sec/batch is one global step, averaged since the
@@ -34,3 +34,9 @@ class StepLogger:
                  steps * self.global_batch_size / elapsed, elapsed / steps)
     self.tick, self.tick_step = time.time(), done
     return loss
+
+
+def log_precision(precision, step, path):
+  """The evaluators' line: `<time>: precision @ 1 = X (step N, checkpoint)`."""
+  logging.info("%s: precision @ 1 = %.3f (step %d, %s)", datetime.datetime.now(), precision,
+               step, path)

@@ -6,15 +6,13 @@ averages through `ExponentialMovingAverage.variables_to_restore()`. For a checkp
 any key to any variable), so both trainers' checkpoints are scored alike.
 """
 
-import time
-
-from absl import logging
 import numpy as np
 import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10 import input_pipeline as ip
 from cifar10 import model
+from cifar10 import progress
 from cifar10.errors import UsageError
 from cifar10.hparams import DEFAULT
 from compat_v1 import restore
@@ -79,16 +77,10 @@ class Evaluator:
       precision = correct / (self.num_batches * self.config.batch_size)
       self.writer.add_summary(sess.run(self.summary, {self.summary_value: precision}), step)
     self.writer.flush()
-    logging.info("%s: precision @ 1 = %.3f (step %d, %s)", time.strftime("%Y-%m-%d %H:%M:%S"),
-                 precision, step, path)
+    progress.log_precision(precision, step, path)
     return precision, step
 
 
 def run(config):
   """Evaluates the newest checkpoint once, or each new one every eval_interval_secs."""
-  evaluator = Evaluator(config)
-  result = None
-  for path in checkpoints.to_evaluate(config.checkpoint_dir, config.run_once,
-                                      config.eval_interval_secs):
-    result = evaluator.evaluate(path)
-  return result
+  return checkpoints.evaluate_each(Evaluator(config).evaluate, config)

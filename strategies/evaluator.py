@@ -6,14 +6,12 @@ split are classified in full batches on one device. Checkpoints of either traine
 (cifar10.checkpoints maps the names).
 """
 
-import time
-
-from absl import logging
 import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10 import input_pipeline
 from cifar10 import model
+from cifar10 import progress
 from cifar10.errors import UsageError
 
 
@@ -51,16 +49,10 @@ class Evaluator:
     with self.writer.as_default():
       tf.summary.scalar("Precision @ 1", precision, step=step)
     self.writer.flush()
-    logging.info("%s: precision @ 1 = %.3f (step %d, %s)", time.strftime("%Y-%m-%d %H:%M:%S"),
-                 precision, step, path)
+    progress.log_precision(precision, step, path)
     return precision, step
 
 
 def run(config):
   """Evaluates the newest checkpoint once, or each new one every eval_interval_secs."""
-  evaluator = Evaluator(config)
-  result = None
-  for path in checkpoints.to_evaluate(config.checkpoint_dir, config.run_once,
-                                      config.eval_interval_secs):
-    result = evaluator.evaluate(path)
-  return result
+  return checkpoints.evaluate_each(Evaluator(config).evaluate, config)

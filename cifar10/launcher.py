@@ -1,0 +1,149 @@
+"""A local cluster on 127.0.0.1: one process per task, and nothing left behind, ever.
+
+Both `strategies.launch` and `compat_v1.launch` are built on `run(tasks)`: it starts every
+task in its own process group, prefixes each output line with the task (`[worker:1] ...`),
+forwards Ctrl-C/SIGTERM, and ends the job when the chief finishes (servers such as ps tasks
+never exit on their own) or as soon as any task fails. Every process group still alive is
+then sent SIGTERM and, after a grace period, SIGKILL. The return value is the job's exit
+status: 0 only if the chief and every worker that finished succeeded.
+"""
+
+import dataclasses
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+HOST = "127.0.0.1"
+
+
+@dataclasses.dataclass
+class Task:
+  job: str
+  index: int
+  argv: list
+  env: dict = dataclasses.field(default_factory=dict)
+  server: bool = False  # runs until stopped (ps, or a PSS worker)
+
+  @property
+  def name(self):
+    return f"{self.job}:{self.index}"
+
+
+def free_ports(count):
+  """`count` distinct TCP ports that were free on 127.0.0.1 a moment ago."""
+  sockets = []
+  try:
+    for _ in range(count):
+      s = socket.socket()
+      s.bind((HOST, 0))
+      sockets.append(s)
+    return [s.getsockname()[1] for s in sockets]
+  finally:
+    for s in sockets:
+      s.close()
+
+
+def cluster(**jobs):
+  """{'worker': ['127.0.0.1:p', ...], ...} for job sizes like worker=2, ps=1 (0s dropped)."""
+  ports = iter(free_ports(sum(jobs.values())))
+  return {job: [f"{HOST}:{next(ports)}" for _ in range(n)] for job, n in jobs.items() if n}
+
+
+def tf_config(cluster_spec, job, index):
+  """The TF_CONFIG value of one task."""
+  return json.dumps({"cluster": cluster_spec, "task": {"type": job, "index": index}})
+
+
+def _pump(task, stream, lock):
+  for line in stream:
+    with lock:
+      sys.stdout.write(f"[{task.name}] {line}")
+      sys.stdout.flush()
+
+
+def _stop(procs, grace):
+  for proc in procs.values():
+    if proc.poll() is None:
+      try:
+        os.killpg(proc.pid, signal.SIGTERM)
+      except ProcessLookupError:
+        pass
+  deadline = time.time() + grace
+  for proc in procs.values():
+    try:
+      proc.wait(max(0.0, deadline - time.time()))
+    except subprocess.TimeoutExpired:
+      pass
+  for proc in procs.values():
+    try:
+      os.killpg(proc.pid, signal.SIGKILL)  # the group too: no grandchild survives
+    except ProcessLookupError:
+      pass
+    proc.wait()
+
+
+def _let_finish(procs, grace):
+  """Once the chief is done, the other workers get `grace` seconds to finish on their own."""
+  deadline = time.time() + grace
+  for proc in procs:
+    try:
+      code = proc.wait(max(0.0, deadline - time.time()))
+    except subprocess.TimeoutExpired:
+      continue
+    if code:
+      return code if code > 0 else 128 - code
+  return 0
+
+
+def run(tasks, chief, timeout=None, grace=10.0):
+  """Runs the job; returns its exit status (124 on timeout, 130 when interrupted)."""
+  interrupted = []
+  previous = {s: signal.signal(s, lambda n, _: interrupted.append(n))
+              for s in (signal.SIGINT, signal.SIGTERM)}
+  procs, lock, threads = {}, threading.Lock(), []
+  status = None
+  try:
+    for task in tasks:
+      proc = subprocess.Popen(task.argv, env={**os.environ, **task.env}, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, start_new_session=True)
+      procs[task.name] = proc
+      thread = threading.Thread(target=_pump, args=(task, proc.stdout, lock), daemon=True)
+      thread.start()
+      threads.append(thread)
+    deadline = None if timeout is None else time.time() + timeout
+    finite = [t for t in tasks if not t.server]
+    while status is None:
+      if interrupted:
+        status = 130
+        break
+      if deadline is not None and time.time() > deadline:
+        status = 124
+        break
+      for task in tasks:
+        code = procs[task.name].poll()
+        if code not in (None, 0):
+          with lock:
+            print(f"[launch] {task.name} failed with exit status {code}; stopping the job",
+                  flush=True)
+          status = code if code > 0 else 128 - code
+          break
+      else:
+        done = procs[chief].poll() == 0
+        if done or all(procs[t.name].poll() == 0 for t in finite):
+          status = 0
+      time.sleep(0.1)
+    if status == 0:
+      status = _let_finish([procs[t.name] for t in finite], grace)
+  finally:
+    _stop(procs, grace)
+    for thread in threads:
+      thread.join(5)
+    for sig, handler in previous.items():
+      signal.signal(sig, handler)
+  return status
