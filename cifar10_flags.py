@@ -104,15 +104,18 @@ def device_config(values):
       inter_op_threads=values.inter_op_threads)
 
 
-def run_main(main):
-  """Wraps an absl main: UsageError becomes 'error: ...' on one line and exit status 2."""
+def run_main(main, takes_args=False):
+  """Wraps an absl main: UsageError becomes 'error: ...' on one line and exit status 2.
+
+  With takes_args, main receives the arguments after the flags (those after `--`).
+  """
 
   def wrapped(argv):
-    if len(argv) > 1:
+    if len(argv) > 1 and not takes_args:
       _fail(f"unexpected arguments: {' '.join(argv[1:])}")
     logging.set_verbosity(logging.INFO)
     try:
-      return main()
+      return main(argv[1:]) if takes_args else main()
     except UsageError as e:
       _fail(str(e))
     except KeyboardInterrupt:

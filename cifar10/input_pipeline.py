@@ -185,13 +185,17 @@ def eval_image(image, image_size=DEFAULT.image_size):
   return tf.image.per_image_standardization(x)
 
 
-def train_dataset(source, *, seed, global_batch_size, start_step=0,
+def train_dataset(source, *, seed, global_batch_size, start_step=0, shard=(0, 1),
                   image_size=DEFAULT.image_size):
   """Endless distorted global batches, starting at global step `start_step`.
 
   Epoch e visits index_shuffle(i, [seed, e]) for i = 0..n-1; epochs run back to back and
   batches span epoch boundaries (like the original's queue), dropping nothing but keeping
   every batch full. Starting at step S begins at example S * global_batch_size of this stream.
+
+  shard=(k, K): this input pipeline yields only rows [k*G/K, (k+1)*G/K) of every global batch
+  of G, in batches of G/K; K workers together see exactly the global batches of one machine.
+  Other rows are dropped from the index stream before any image is made.
   """
   n = source.num_examples
   if n < 1:
@@ -210,10 +214,18 @@ def train_dataset(source, *, seed, global_batch_size, start_step=0,
     example_seed = tf.stack([seed, e * n + index])
     return distort(image, example_seed, image_size), label
 
-  return (tf.data.Dataset.range(first_epoch, np.iinfo(np.int64).max)
-          .flat_map(epoch)
+  index, count = shard
+  if global_batch_size % count:
+    raise UsageError(f"global batch {global_batch_size} does not split into {count} shards")
+  local = global_batch_size // count
+  stream = tf.data.Dataset.range(first_epoch, np.iinfo(np.int64).max).flat_map(epoch)
+  if count > 1:
+    stream = (stream.enumerate()
+              .filter(lambda pos, _: tf.equal(pos % global_batch_size // local, index))
+              .map(lambda _, element: element))
+  return (stream
           .map(example, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-          .batch(global_batch_size, drop_remainder=True)
+          .batch(local, drop_remainder=True)
           .prefetch(tf.data.AUTOTUNE))
 
 

@@ -59,6 +59,16 @@ def tf_config(cluster_spec, job, index):
   return json.dumps({"cluster": cluster_spec, "task": {"type": job, "index": index}})
 
 
+def _die_with_parent():
+  # Linux: if the launcher itself is SIGKILLed (no chance to clean up), the kernel kills
+  # each task too. Elsewhere the launcher's own cleanup is all there is.
+  try:
+    import ctypes  # pylint: disable=g-import-not-at-top
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+  except (OSError, AttributeError):
+    pass
+
+
 def _pump(task, stream, lock):
   for line in stream:
     with lock:
@@ -111,7 +121,8 @@ def run(tasks, chief, timeout=None, grace=10.0):
     for task in tasks:
       proc = subprocess.Popen(task.argv, env={**os.environ, **task.env}, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, start_new_session=True)
+                              stdin=subprocess.DEVNULL, start_new_session=True,
+                              preexec_fn=_die_with_parent)
       procs[task.name] = proc
       thread = threading.Thread(target=_pump, args=(task, proc.stdout, lock), daemon=True)
       thread.start()

@@ -11,6 +11,9 @@ index is replaced atomically, so a run killed at any moment (SIGKILL included) r
 the last complete checkpoint.
 """
 
+import shutil
+import tempfile
+
 from absl import logging
 import tensorflow as tf
 
@@ -24,9 +27,9 @@ from strategies import distribute
 from strategies.trainer import Trainer
 
 
-def restore_latest(checkpoint, manager):
-  """Restores the newest checkpoint, if any; returns its path or None."""
-  path = manager.latest_checkpoint
+def restore_latest(checkpoint, train_dir):
+  """Restores the newest checkpoint of train_dir, if any; returns its path or None."""
+  path = tf.train.latest_checkpoint(train_dir)
   if path is None:
     return None
   try:
@@ -46,15 +49,28 @@ def build_trainer(config, strategy):
       compute_dtype=tf.float16 if config.use_fp16 else tf.float32)
 
 
-def run(config, devices, strategy_name="mirrored"):
+def run(config, devices, strategy_name="mirrored", peer_timeout_secs=None):
   """Trains; returns the final global step. Raises UsageError on bad data or a NaN loss."""
-  strategy = distribute.get_strategy(strategy_name, devices)
+  strategy = distribute.get_strategy(strategy_name, devices, peer_timeout_secs)
+  chief = distribute.is_chief()
+  # Every worker saves (MultiWorkerMirroredStrategy's save is collective), the chief into
+  # train_dir and the others into throw-away folders; all restore from train_dir.
+  save_dir = config.train_dir if chief else tempfile.mkdtemp(prefix="cifar10-worker-")
+  try:
+    return _train(config, strategy, save_dir, chief)
+  finally:
+    if not chief:
+      shutil.rmtree(save_dir, ignore_errors=True)
+
+
+def _train(config, strategy, save_dir, chief):
   n = strategy.num_replicas_in_sync
+  devices = strategy.extended.worker_devices
   trainer = build_trainer(config, strategy)
   checkpoint = trainer.checkpoint()
-  manager = tf.train.CheckpointManager(checkpoint, config.train_dir,
+  manager = tf.train.CheckpointManager(checkpoint, save_dir,
                                        max_to_keep=config.max_checkpoints_to_keep)
-  resumed = restore_latest(checkpoint, manager)
+  resumed = restore_latest(checkpoint, config.train_dir)
   if resumed:
     logging.info("Resumed from %s at step %d", resumed, trainer.global_step.numpy())
   elif config.init_from:
@@ -74,11 +90,20 @@ def run(config, devices, strategy_name="mirrored"):
 
   source = input_pipeline.load_source(config.dataset, "train", seed=config.seed,
                                       data_dir=config.data_dir, download=config.download)
-  dataset = input_pipeline.train_dataset(source, seed=config.seed,
-                                         global_batch_size=config.batch_size * n,
-                                         start_step=start)
-  iterator = iter(strategy.experimental_distribute_dataset(dataset))
-  writer = tf.summary.create_file_writer(config.train_dir)
+  workers = distribute.worker_identity()[2]
+  if workers == 1:
+    dataset = input_pipeline.train_dataset(source, seed=config.seed,
+                                           global_batch_size=config.batch_size * n,
+                                           start_step=start)
+    iterator = iter(strategy.experimental_distribute_dataset(dataset))
+  else:
+    # One pipeline per worker, each making only its rows of the global batch.
+    iterator = iter(strategy.distribute_datasets_from_function(
+        lambda ctx: input_pipeline.train_dataset(
+            source, seed=config.seed, global_batch_size=config.batch_size * n,
+            start_step=start, shard=(ctx.input_pipeline_id, ctx.num_input_pipelines))))
+  writer = (tf.summary.create_file_writer(config.train_dir) if chief
+            else tf.summary.create_noop_writer())
   every = config.save_summaries_steps
   # Evaluated inside the step after the increment: record steps 0, every, 2 * every, ...
   should_record = lambda: tf.equal((trainer.global_step - 1) % every, 0)
@@ -92,11 +117,12 @@ def run(config, devices, strategy_name="mirrored"):
       except tf.errors.InvalidArgumentError as e:
         if "loss is not finite" not in str(e):
           raise
-        raise errors.nan_loss(step, manager.latest_checkpoint) from None
+        raise errors.nan_loss(step, tf.train.latest_checkpoint(config.train_dir)) from None
       logger.after_step(step, lambda: loss)
       done = step + 1
       if done % config.save_checkpoint_steps == 0 or done == config.max_steps:
         manager.save(checkpoint_number=done)
   writer.flush()
-  logging.info("Done: step %d, checkpoint %s", config.max_steps, manager.latest_checkpoint)
+  logging.info("Done: step %d, checkpoint %s", config.max_steps,
+               tf.train.latest_checkpoint(config.train_dir))
   return config.max_steps

@@ -15,7 +15,9 @@ import cifar10_flags as common
 common.define_data_flags()
 common.define_device_flags()
 common.define_train_flags()
-flags.DEFINE_string("strategy", "mirrored", "mirrored | one_device")
+flags.DEFINE_string("strategy", "mirrored", "mirrored | one_device | multi_worker_mirrored")
+flags.DEFINE_integer("peer_timeout_secs", 300, "multi_worker_mirrored: how long to wait for "
+                     "the other workers, at start and in every all-reduce.")
 FLAGS = flags.FLAGS
 
 
@@ -25,7 +27,10 @@ def main():
   # TensorFlow is imported only now, so bad flags are answered in milliseconds.
   from cifar10 import devices  # pylint: disable=g-import-not-at-top
   from strategies import loop  # pylint: disable=g-import-not-at-top
-  loop.run(train_config, devices.setup(devices_config), FLAGS.strategy)
+  if FLAGS.peer_timeout_secs < 1:
+    raise common.UsageError("--peer_timeout_secs must be a positive integer")
+  loop.run(train_config, devices.setup(devices_config), FLAGS.strategy,
+           FLAGS.peer_timeout_secs)
 
 
 if __name__ == "__main__":

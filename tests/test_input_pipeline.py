@@ -146,3 +146,12 @@ def test_distortions_keep_shapes_and_standardize():
   np.testing.assert_allclose(images.mean(axis=(1, 2, 3)), 0, atol=1e-4)
   np.testing.assert_allclose(images.std(axis=(1, 2, 3)), 1, atol=1e-3)
   assert set(labels) <= set(range(10)) and len(set(labels)) > 3
+
+
+def test_shards_of_workers_rebuild_the_global_batches():
+  source = _index_source(10)
+  (whole_x, whole_y), = _first_batches(6, 8, 1, start_step=3, source=source)
+  parts = [next(iter(ip.train_dataset(source, seed=6, global_batch_size=8, start_step=3,
+                                      shard=(k, 4)))) for k in range(4)]
+  np.testing.assert_array_equal(whole_y, np.concatenate([y.numpy() for _, y in parts]))
+  np.testing.assert_array_equal(whole_x, np.concatenate([x.numpy() for x, _ in parts]))

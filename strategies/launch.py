@@ -1,0 +1,44 @@
+"""Runs a TF2 training job as a local cluster: one process per task on 127.0.0.1.
+
+  python -m strategies.launch --workers=2 -- --dataset=synthetic --max_steps=1000 \
+      --train_dir=/tmp/cifar10_mwms
+
+With --ps=0 (the default) every task is a `strategies.train --strategy=multi_worker_mirrored`
+worker with its own TF_CONFIG; worker 0 is the chief and writes checkpoints and summaries.
+Each log line is prefixed with its task; Ctrl-C stops every task; the exit status is the
+job's. On real machines, run the same command line on each host with its own TF_CONFIG
+(see BUILD.md).
+"""
+
+import sys
+
+from absl import app
+from absl import flags
+
+import cifar10_flags as common
+from cifar10 import launcher
+
+flags.DEFINE_integer("workers", 2, "Worker processes.")
+flags.DEFINE_integer("ps", 0, "Parameter-server processes (0: synchronous all-reduce).")
+flags.DEFINE_integer("timeout_secs", 0, "Stop the whole job after this long (0: never).")
+FLAGS = flags.FLAGS
+
+
+def main(train_args):
+  if FLAGS.workers < 1 or FLAGS.ps < 0 or FLAGS.timeout_secs < 0:
+    raise common.UsageError("--workers must be >= 1, --ps and --timeout_secs >= 0")
+  if FLAGS.ps:
+    raise common.UsageError("--ps > 0 (ParameterServerStrategy) is not available in "
+                            "strategies.launch yet; use --ps=0 for multi_worker_mirrored")
+  spec = launcher.cluster(worker=FLAGS.workers)
+  tasks = [launcher.Task("worker", i, [sys.executable, "-m", "strategies.train",
+                                       "--strategy=multi_worker_mirrored", *train_args],
+                         env={"TF_CONFIG": launcher.tf_config(spec, "worker", i)})
+           for i in range(FLAGS.workers)]
+  status = launcher.run(tasks, chief="worker:0", timeout=FLAGS.timeout_secs or None)
+  if status:
+    raise common.UsageError(f"the job failed (exit status {status})")
+
+
+if __name__ == "__main__":
+  app.run(common.run_main(main, takes_args=True))
