@@ -22,10 +22,11 @@ class StepLogger:
   def after_step(self, step, loss_fn):
     """Logs for 0-based `step` when due; returns the loss value if it was fetched."""
     done = step + 1
-    if step == self.start:
+    if step <= self.start:
       self.tick, self.tick_step = time.time(), done
       return None
-    if done % self.log_frequency and done != self.max_steps:
+    # Under asynchronous workers the global step jumps; a line needs a new multiple.
+    if done <= self.tick_step or (done % self.log_frequency and done != self.max_steps):
       return None
     loss = float(loss_fn())  # waits for the device, so the time below is honest
     elapsed, steps = time.time() - self.tick, done - self.tick_step

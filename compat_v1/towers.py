@@ -21,7 +21,7 @@ v1 = tf.compat.v1
 TOWER_NAME = "tower"
 
 TrainGraph = collections.namedtuple(
-    "TrainGraph", "train_op loss learning_rate global_step params ema grads summary_op")
+    "TrainGraph", "train_op loss learning_rate global_step params ema grads summary_op hooks")
 
 
 def tower_params(initial_values):
@@ -57,8 +57,12 @@ def average_gradients(tower_grads):
 
 
 def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
-                      compute_dtype=tf.float32):
-  """The train op and what the loop reports; `images`/`labels` are one global batch."""
+                      compute_dtype=tf.float32, sync_replicas=0, is_chief=True):
+  """The train op and what the loop reports; `images`/`labels` are one global batch.
+
+  sync_replicas=K (ps/worker only) wraps the optimizer in SyncReplicasOptimizer aggregating K
+  gradients per update, which then also updates the EMA; `hooks` must go to the session.
+  """
   initial_values = model.initial_values(seed)
   with tf.device("/cpu:0"):
     global_step = v1.train.get_or_create_global_step()
@@ -81,11 +85,20 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
     grads = average_gradients(tower_grads)
     loss = tf.debugging.check_numerics(tf.add_n(tower_losses) / len(devices),
                                        "loss is not finite")
-    with tf.control_dependencies([loss]):
-      apply_op = opt.apply_gradients(grads, global_step=global_step)
     ema = v1.train.ExponentialMovingAverage(hparams.moving_average_decay, global_step)
-    with tf.control_dependencies([apply_op]):
-      train_op = ema.apply(variables)
+    hooks = []
+    if sync_replicas:
+      opt = v1.train.SyncReplicasOptimizer(
+          opt, replicas_to_aggregate=sync_replicas, total_num_replicas=sync_replicas,
+          variable_averages=ema, variables_to_average=variables)
+      hooks.append(opt.make_session_run_hook(is_chief))
+      with tf.control_dependencies([loss]):
+        train_op = opt.apply_gradients(grads, global_step=global_step)
+    else:
+      with tf.control_dependencies([loss]):
+        apply_op = opt.apply_gradients(grads, global_step=global_step)
+      with tf.control_dependencies([apply_op]):
+        train_op = ema.apply(variables)
     # After the step, so the weight histograms show the updated weights as in TF2.
     with tf.control_dependencies([train_op]):
       summaries = [v1.summary.scalar("loss", loss), v1.summary.scalar("learning_rate", lr)]
@@ -94,4 +107,4 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
         summaries.append(v1.summary.histogram(name + "/values", var.read_value()))
         summaries.append(v1.summary.histogram(name + "/gradients", grad))
   return TrainGraph(train_op, loss, lr, global_step, params, ema,
-                    [g for g, _ in grads], v1.summary.merge(summaries))
+                    [g for g, _ in grads], v1.summary.merge(summaries), hooks)

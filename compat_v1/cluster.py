@@ -1,0 +1,113 @@
+"""The TF1 ps/worker recipe: Server, replica_device_setter, MonitoredTrainingSession.
+
+`run(config, device_config, cluster, job, index, sync_replicas)`:
+  ps      starts a tf.compat.v1.train.Server and serves until it is stopped (the launcher
+          stops it when the chief is done).
+  worker  builds the tower graph under `replica_device_setter` (variables on the ps tasks, the
+          towers on this worker's devices) and trains in a MonitoredTrainingSession; worker 0
+          is the chief and writes checkpoints and summaries, and a restarted worker rejoins.
+
+Asynchronous by default: each worker applies its own gradients to the shared variables, so the
+trajectory depends on timing and cannot be bit-equal to anything. `sync_replicas` wraps the
+optimizer in SyncReplicasOptimizer (replicas_to_aggregate = number of workers): each update
+averages exactly that many gradients computed from the current weights, stale ones dropped.
+A fast worker may supply more than one of them, so it is NOT step-equal to the towers; that is
+MultiWorkerMirroredStrategy's job (strategies.launch).
+
+Each worker reads shard k of K of the shared stream (rows k*G/K .. of each global batch G).
+"""
+
+import dataclasses
+import time
+
+from absl import logging
+import tensorflow as tf
+
+from cifar10 import checkpoints
+from cifar10 import errors
+from cifar10 import input_pipeline as ip
+from cifar10 import progress
+from cifar10 import schedule
+from cifar10.errors import UsageError
+from cifar10.hparams import DEFAULT
+from compat_v1 import session
+from compat_v1 import towers
+
+v1 = tf.compat.v1
+# The SyncReplicas chief waits this long for tokens at close; 120 s by default (a known hang).
+STOP_GRACE_SECS = 3
+
+
+def serve(cluster, job, index, proto):
+  """Starts this task's server and blocks (a ps task's whole life)."""
+  server = v1.train.Server(cluster, job_name=job, task_index=index, config=proto)
+  logging.info("%s:%d serving at %s", job, index, cluster.task_address(job, index))
+  server.join()
+
+
+def _wait_for_chief(graph, target, proto, uninitialized, timeout_secs=300):
+  """Returns once the chief has initialized the variables on the ps tasks.
+
+  A non-chief MonitoredTrainingSession checks this too, but sleeps 30 s between checks, long
+  enough for a short job to end without it; polling here first lets it join at once.
+  """
+  deadline = time.time() + timeout_secs
+  with v1.Session(target, graph=graph, config=proto) as sess:
+    while len(sess.run(uninitialized)):
+      if time.time() > deadline:
+        raise UsageError(f"the chief (worker 0) did not initialize the model within "
+                         f"{timeout_secs} s; is it running?")
+      time.sleep(0.2)
+
+
+def run(config, device_config, cluster, job, index, sync_replicas=False):
+  """Runs task (job, index) of `cluster` (a tf.train.ClusterSpec) until the job is done."""
+  devices, proto = session.setup(device_config)
+  if job == "ps":
+    serve(cluster, job, index, proto)
+    return
+  workers = cluster.num_tasks("worker")
+  server = v1.train.Server(cluster, job_name="worker", task_index=index, config=proto)
+  chief = index == 0
+  worker_device = f"/job:worker/task:{index}"
+  latest = tf.train.latest_checkpoint(config.train_dir)
+  start = checkpoints.read(latest).global_step if latest else 0
+  decay_steps = schedule.decay_steps(config.batch_size, len(devices) * workers,
+                                     config.decay_steps_per_global_batch)
+  global_batch = config.batch_size * len(devices) * workers
+  graph = tf.Graph()
+  with graph.as_default():
+    with tf.device(worker_device + "/cpu:0"):
+      source = ip.load_source(config.dataset, "train", seed=config.seed,
+                              data_dir=config.data_dir, download=config.download)
+      # Async workers step independently; the global step is the best place to resume.
+      stream = ip.train_dataset(source, seed=config.seed, global_batch_size=global_batch,
+                                start_step=start, shard=(index, workers))
+      images, labels = v1.data.make_one_shot_iterator(stream).get_next()
+    with v1.device(v1.train.replica_device_setter(worker_device=worker_device,
+                                                   cluster=cluster)):
+      g = towers.build_train_graph(
+          images, labels, devices, seed=config.seed, decay_steps=decay_steps,
+          hparams=dataclasses.replace(DEFAULT, initial_learning_rate=config.learning_rate),
+          sync_replicas=workers if sync_replicas else 0, is_chief=chief)
+    uninitialized = None if chief else v1.report_uninitialized_variables()
+  if not chief:
+    _wait_for_chief(graph, server.target, proto, uninitialized)
+  hooks = [v1.train.StopAtStepHook(last_step=config.max_steps),
+           v1.train.NanTensorHook(g.loss)] + list(g.hooks)
+  # A synchronous update consumes every worker's batch; an asynchronous one, this worker's.
+  step_batch = global_batch if sync_replicas else global_batch // workers
+  logger = progress.StepLogger(start, config.max_steps, step_batch, config.log_frequency)
+  step = start
+  with graph.as_default(), v1.train.MonitoredTrainingSession(
+      master=server.target, is_chief=chief, checkpoint_dir=config.train_dir, hooks=hooks,
+      save_checkpoint_steps=config.save_checkpoint_steps,
+      save_summaries_steps=config.save_summaries_steps, log_step_count_steps=0,
+      stop_grace_period_secs=STOP_GRACE_SECS, config=proto) as sess:
+    while not sess.should_stop():
+      try:
+        _, loss, step = sess.run([g.train_op, g.loss, g.global_step])
+      except v1.train.NanLossDuringTrainingError:
+        raise errors.nan_loss(step, tf.train.latest_checkpoint(config.train_dir)) from None
+      logger.after_step(step - 1, lambda: loss)
+  logging.info("worker:%d done at global step %d", index, step)

@@ -1,0 +1,56 @@
+"""The TF1 ps/worker recipe on a local cluster: asynchronous and SyncReplicasOptimizer runs.
+
+Neither is step-equal to the towers (see compat_v1/cluster.py); what each guarantees is
+tested: the job ends cleanly with every process gone, the chief's final checkpoint holds
+trained, finite weights, and the global step is exact with --sync_replicas. Asynchronous
+workers overshoot: each checks the stop condition only after its own step, and a step in
+flight on any worker can land before the chief's final save (measured 30, 31 and 32 for
+--max_steps=30 with 2 workers), so the bound is max_steps + workers.
+"""
+
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from cifar10 import checkpoints
+from cifar10 import model
+from tests import helpers
+
+pytestmark = pytest.mark.slow
+FLAGS = ("--dataset=synthetic", "--batch_size=8", "--seed=2", "--log_frequency=4")
+
+
+def _launch(tmp_path, *extra):
+  begin = time.time()
+  result = helpers.run("compat_v1.launch", "--workers=2", "--ps=1", "--timeout_secs=200",
+                       "--", *FLAGS, "--max_steps=30", f"--train_dir={tmp_path}", *extra)
+  assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+  left = subprocess.run(["pgrep", "-f", f"--train_dir={tmp_path}"], capture_output=True,
+                        text=True, check=False).stdout
+  assert not left.strip(), left
+  return result.stdout, time.time() - begin
+
+
+def _trained(tmp_path):
+  state = checkpoints.read(str(tmp_path))
+  initial = model.initial_values(2)
+  for name in model.VARIABLE_NAMES:
+    assert np.all(np.isfinite(state.weights[name])), name
+    assert not np.array_equal(state.weights[name], initial[name]), name
+  return state
+
+
+def test_asynchronous_workers(tmp_path):
+  out, _ = _launch(tmp_path)
+  assert "[ps:0]" in out and "[worker:0]" in out and "[worker:1]" in out
+  assert "worker:1 done at global step" in out and "worker:0 done at global step" in out
+  assert 30 <= _trained(tmp_path).global_step <= 32
+
+
+def test_sync_replicas_exact_step_and_no_close_hang(tmp_path):
+  out, seconds = _launch(tmp_path, "--sync_replicas")
+  assert _trained(tmp_path).global_step == 30
+  # With TF's default stop grace period the chief waited ~120 s for tokens at close.
+  assert seconds < 90, out[-2000:]
