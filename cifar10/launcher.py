@@ -69,11 +69,15 @@ def _die_with_parent():
     pass
 
 
-def _pump(task, stream, lock):
+def _pump(task, stream, lock, kept):
   for line in stream:
     with lock:
-      sys.stdout.write(f"[{task.name}] {line}")
-      sys.stdout.flush()
+      if kept is None:
+        sys.stdout.write(f"[{task.name}] {line}")
+        sys.stdout.flush()
+      else:
+        kept.append(f"[{task.name}] {line}")
+        del kept[:-200]
 
 
 def _stop(procs, grace):
@@ -110,12 +114,17 @@ def _let_finish(procs, grace):
   return 0
 
 
-def run(tasks, chief, timeout=None, grace=10.0):
-  """Runs the job; returns its exit status (124 on timeout, 130 when interrupted)."""
+def run(tasks, chief, timeout=None, grace=10.0, echo=True):
+  """Runs the job; returns its exit status (124 on timeout, 130 when interrupted).
+
+  With echo=False the tasks' output is kept back and only its last lines are printed, if the
+  job fails (for callers whose own output is the point, such as `python -m equivalence`).
+  """
   interrupted = []
   previous = {s: signal.signal(s, lambda n, _: interrupted.append(n))
               for s in (signal.SIGINT, signal.SIGTERM)}
   procs, lock, threads = {}, threading.Lock(), []
+  kept = None if echo else []
   status = None
   try:
     for task in tasks:
@@ -124,7 +133,8 @@ def run(tasks, chief, timeout=None, grace=10.0):
                               stdin=subprocess.DEVNULL, start_new_session=True,
                               preexec_fn=_die_with_parent)
       procs[task.name] = proc
-      thread = threading.Thread(target=_pump, args=(task, proc.stdout, lock), daemon=True)
+      thread = threading.Thread(target=_pump, args=(task, proc.stdout, lock, kept),
+                                daemon=True)
       thread.start()
       threads.append(thread)
     deadline = None if timeout is None else time.time() + timeout
@@ -157,4 +167,6 @@ def run(tasks, chief, timeout=None, grace=10.0):
       thread.join(5)
     for sig, handler in previous.items():
       signal.signal(sig, handler)
+  if status and kept:
+    sys.stdout.write("".join(kept[-40:]))
   return status

@@ -22,6 +22,8 @@ flags.DEFINE_integer("steps", 10, "Training steps to compare.")
 flags.DEFINE_integer("batch_size", 8, "Images per replica / tower.")
 flags.DEFINE_integer("decay_steps", 4, "Small, so the comparison crosses decay boundaries.")
 flags.DEFINE_integer("seed", 0, "Seed of weights and data.")
+flags.DEFINE_bool("multi_worker", False, "Also run --num_gpus worker processes of "
+                  "MultiWorkerMirroredStrategy on 127.0.0.1 and compare them with the towers.")
 FLAGS = flags.FLAGS
 
 SINGLE_DEVICE_TOLERANCE = 2e-6
@@ -41,7 +43,7 @@ def main():
   logging.set_verbosity(logging.WARNING)  # the tables are the output, not TF's progress notes
   from equivalence import report  # pylint: disable=g-import-not-at-top
   text, ok = report.run(n, FLAGS.seed, FLAGS.steps, FLAGS.batch_size, FLAGS.decay_steps,
-                        SINGLE_DEVICE_TOLERANCE)
+                        SINGLE_DEVICE_TOLERANCE, FLAGS.multi_worker)
   print(text)
   print("EQUIVALENT" if ok else "NOT EQUIVALENT")
   sys.exit(0 if ok else 1)

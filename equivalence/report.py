@@ -1,11 +1,14 @@
 """The comparisons `python -m equivalence` prints, as one library function tests can call."""
 
+from cifar10 import schedule
 from equivalence import compare
 from equivalence import runs
 
 
-def run(n, seed, steps, per_replica_batch, decay_steps, single_device_tolerance):
-  """(report text, every row ok) for n replicas/towers."""
+def run(n, seed, steps, per_replica_batch, decay_steps, single_device_tolerance,
+        multi_worker=False):
+  """(report text, every row ok) for n replicas/towers; with multi_worker, also n worker
+  processes of MultiWorkerMirroredStrategy (1 replica each) against n v1 towers."""
   images, labels = runs.global_batch(seed, per_replica_batch * n)
   v1_grads = runs.v1_gradients(n, seed, images, labels)
   sections = []
@@ -22,6 +25,14 @@ def run(n, seed, steps, per_replica_batch, decay_steps, single_device_tolerance)
                    "TF2", compare.compare(a.variables, b.variables), 0.0))
   lr_ok = a.learning_rates == b.learning_rates
   step_ok = a.global_step == b.global_step == steps
+  if multi_worker:
+    c = runs.multi_worker_train(n, seed, steps, per_replica_batch)
+    d = runs.v1_train(n, seed, steps, per_replica_batch,
+                      schedule.decay_steps(per_replica_batch, n))
+    step_ok = step_ok and c.global_step == d.global_step == steps
+    sections.append((f"Weights and EMA after {steps} steps: v1 {n} towers vs "
+                     f"MultiWorkerMirroredStrategy {n} workers x 1 replica (processes on "
+                     "127.0.0.1)", compare.compare(d.variables, c.variables), 0.0))
   text = [compare.table(*s) for s in sections]
   text.append(f"Learning rate per step: v1 {a.learning_rates}\n"
               f"                        TF2 {b.learning_rates}  "

@@ -7,11 +7,15 @@ asks its Session for N CPU devices itself.
 """
 
 import dataclasses
+import sys
+import tempfile
 
 import numpy as np
 import tensorflow as tf
 
+from cifar10 import checkpoints
 from cifar10 import input_pipeline as ip
+from cifar10 import launcher
 from cifar10 import losses
 from cifar10 import model
 from cifar10.hparams import DEFAULT
@@ -116,3 +120,28 @@ def v1_train(n, seed, steps, per_replica_batch, decay_steps):
       variables = sess.run({**g.params, **shadows})
       step = int(sess.run(g.global_step))
   return RunResult({k: np.asarray(v) for k, v in variables.items()}, lrs, loss_values, step)
+
+
+def multi_worker_train(workers, seed, steps, per_replica_batch):
+  """`strategies.train --strategy=multi_worker_mirrored` on `workers` local processes.
+
+  The binary, as users run it: its own decay_steps (the original's) and its checkpoint.
+  Returns the weights and EMA of the final checkpoint, keyed like the other runs.
+  """
+  with tempfile.TemporaryDirectory(prefix="equivalence-mwms-") as train_dir:
+    spec = launcher.cluster(worker=workers)
+    argv = [sys.executable, "-m", "strategies.train", "--strategy=multi_worker_mirrored",
+            "--num_gpus=1", "--dataset=synthetic", f"--seed={seed}",
+            f"--batch_size={per_replica_batch}", f"--max_steps={steps}",
+            f"--save_checkpoint_steps={steps}", f"--train_dir={train_dir}",
+            "--peer_timeout_secs=120"]
+    tasks = [launcher.Task("worker", i, argv,
+                           env={"TF_CONFIG": launcher.tf_config(spec, "worker", i),
+                                "TF_CPP_MIN_LOG_LEVEL": "2"}) for i in range(workers)]
+    status = launcher.run(tasks, chief="worker:0", timeout=600, echo=False)
+    if status:
+      raise RuntimeError(f"the multi-worker job failed with exit status {status}")
+    state = checkpoints.read(train_dir)
+  variables = dict(state.weights)
+  variables.update({f"{n}/ExponentialMovingAverage": v for n, v in state.averages.items()})
+  return RunResult(variables, [], [], state.global_step)

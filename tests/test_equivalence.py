@@ -65,10 +65,13 @@ def test_ten_steps_across_two_decays_give_identical_weights_ema_and_lr():
   assert not np.array_equal(a.variables["conv1/weights"], initial["conv1/weights"])
 
 
+@pytest.mark.slow
 def test_the_report_of_the_command_passes_and_flags_a_difference():
-  text, ok = report.run(2, SEED, 3, PER_REPLICA, 2, SINGLE_DEVICE_TOLERANCE)
+  """`python -m equivalence --multi_worker` in-process: worker processes included."""
+  text, ok = report.run(2, SEED, 3, PER_REPLICA, 2, SINGLE_DEVICE_TOLERANCE, multi_worker=True)
   assert ok, text
   assert "Weights and EMA after 3 steps" in text and "FAIL" not in text
+  assert "MultiWorkerMirroredStrategy 2 workers x 1 replica" in text
   rows = compare.compare({"w": np.ones(3, np.float32)},
                          {"w": np.array([1, 1, 1 + 2 ** -23], np.float32)})
   assert not rows[0].ok and rows[0].max_abs == 2 ** -23
