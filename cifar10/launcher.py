@@ -28,6 +28,7 @@ class Task:
   argv: list
   env: dict = dataclasses.field(default_factory=dict)
   server: bool = False  # runs until stopped (ps, or a PSS worker)
+  expendable: bool = False  # its failure is reported but does not end the job
 
   @property
   def name(self):
@@ -125,6 +126,7 @@ def run(tasks, chief, timeout=None, grace=10.0, echo=True):
               for s in (signal.SIGINT, signal.SIGTERM)}
   procs, lock, threads = {}, threading.Lock(), []
   kept = None if echo else []
+  lost = set()
   status = None
   try:
     for task in tasks:
@@ -138,7 +140,7 @@ def run(tasks, chief, timeout=None, grace=10.0, echo=True):
       thread.start()
       threads.append(thread)
     deadline = None if timeout is None else time.time() + timeout
-    finite = [t for t in tasks if not t.server]
+    finite = [t for t in tasks if not t.server and not t.expendable]
     while status is None:
       if interrupted:
         status = 130
@@ -148,6 +150,13 @@ def run(tasks, chief, timeout=None, grace=10.0, echo=True):
         break
       for task in tasks:
         code = procs[task.name].poll()
+        if code not in (None, 0) and task.expendable:
+          if task.name not in lost:
+            lost.add(task.name)
+            with lock:
+              print(f"[launch] {task.name} exited with status {code}; the job goes on",
+                    flush=True)
+          continue
         if code not in (None, 0):
           with lock:
             print(f"[launch] {task.name} failed with exit status {code}; stopping the job",

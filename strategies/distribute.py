@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from cifar10.errors import UsageError
 
-STRATEGIES = ("mirrored", "one_device", "multi_worker_mirrored")
+STRATEGIES = ("mirrored", "one_device", "multi_worker_mirrored", "parameter_server")
 
 
 _WATCHDOG = """
@@ -96,4 +96,22 @@ def get_strategy(name, devices, peer_timeout_secs=None):
                    f"{peer_timeout_secs} s; check that each one was started and that its "
                    "port is reachable"):
       return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+  if name == "parameter_server":
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    jobs = resolver.cluster_spec().jobs
+    if not {"chief", "worker", "ps"} <= set(jobs):
+      raise UsageError("--strategy=parameter_server needs TF_CONFIG with chief, worker and ps "
+                       "tasks; python -m strategies.launch --workers=N --ps=M sets it up")
+    with _deadline(peer_timeout_secs, "not every task of TF_CONFIG came up within "
+                   f"{peer_timeout_secs} s; check that each one was started and that its "
+                   "port is reachable"):
+      return tf.distribute.ParameterServerStrategy(resolver)
   raise UsageError(f"unknown --strategy {name!r}; choose from {', '.join(STRATEGIES)}")
+
+
+def serve():
+  """A ParameterServerStrategy worker or ps task: serve until stopped (TF_CONFIG's task)."""
+  resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+  server = tf.distribute.Server(resolver.cluster_spec(), job_name=resolver.task_type,
+                                task_index=resolver.task_id, protocol="grpc", start=True)
+  server.join()

@@ -5,6 +5,9 @@
 
 With --ps=0 (the default) every task is a `strategies.train --strategy=multi_worker_mirrored`
 worker with its own TF_CONFIG; worker 0 is the chief and writes checkpoints and summaries.
+With --ps=M > 0 it is a ParameterServerStrategy job: a chief (the coordinator, which runs the
+loop and writes checkpoints and summaries), N workers and M ps tasks that serve until the
+chief is done. A PSS worker that dies does not end the job: the coordinator carries on.
 Each log line is prefixed with its task; Ctrl-C stops every task; the exit status is the
 job's. On real machines, run the same command line on each host with its own TF_CONFIG
 (see BUILD.md).
@@ -19,7 +22,8 @@ import cifar10_flags as common
 from cifar10 import launcher
 
 flags.DEFINE_integer("workers", 2, "Worker processes.")
-flags.DEFINE_integer("ps", 0, "Parameter-server processes (0: synchronous all-reduce).")
+flags.DEFINE_integer("ps", 0, "Parameter-server processes (0: synchronous all-reduce with "
+                     "multi_worker_mirrored; more: parameter_server).")
 flags.DEFINE_integer("timeout_secs", 0, "Stop the whole job after this long (0: never).")
 FLAGS = flags.FLAGS
 
@@ -28,14 +32,20 @@ def main(train_args):
   if FLAGS.workers < 1 or FLAGS.ps < 0 or FLAGS.timeout_secs < 0:
     raise common.UsageError("--workers must be >= 1, --ps and --timeout_secs >= 0")
   if FLAGS.ps:
-    raise common.UsageError("--ps > 0 (ParameterServerStrategy) is not available in "
-                            "strategies.launch yet; use --ps=0 for multi_worker_mirrored")
-  spec = launcher.cluster(worker=FLAGS.workers)
-  tasks = [launcher.Task("worker", i, [sys.executable, "-m", "strategies.train",
-                                       "--strategy=multi_worker_mirrored", *train_args],
-                         env={"TF_CONFIG": launcher.tf_config(spec, "worker", i)})
-           for i in range(FLAGS.workers)]
-  status = launcher.run(tasks, chief="worker:0", timeout=FLAGS.timeout_secs or None)
+    spec = launcher.cluster(chief=1, worker=FLAGS.workers, ps=FLAGS.ps)
+    argv = [sys.executable, "-m", "strategies.train", "--strategy=parameter_server", *train_args]
+    tasks = [launcher.Task(job, i, argv, env={"TF_CONFIG": launcher.tf_config(spec, job, i)},
+                           server=job != "chief", expendable=job == "worker")
+             for job in ("ps", "worker", "chief") for i in range(len(spec[job]))]
+    chief = "chief:0"
+  else:
+    spec = launcher.cluster(worker=FLAGS.workers)
+    tasks = [launcher.Task("worker", i, [sys.executable, "-m", "strategies.train",
+                                         "--strategy=multi_worker_mirrored", *train_args],
+                           env={"TF_CONFIG": launcher.tf_config(spec, "worker", i)})
+             for i in range(FLAGS.workers)]
+    chief = "worker:0"
+  status = launcher.run(tasks, chief=chief, timeout=FLAGS.timeout_secs or None)
   if status:
     raise common.UsageError(f"the job failed (exit status {status})")
 

@@ -23,6 +23,7 @@ from cifar10 import input_pipeline
 from cifar10 import progress
 from cifar10 import schedule
 from cifar10.errors import UsageError
+from strategies import coordinator_loop
 from strategies import distribute
 from strategies.trainer import Trainer
 
@@ -90,6 +91,8 @@ def _train(config, strategy, save_dir, chief):
 
   source = input_pipeline.load_source(config.dataset, "train", seed=config.seed,
                                       data_dir=config.data_dir, download=config.download)
+  if isinstance(strategy, tf.distribute.ParameterServerStrategy):
+    return coordinator_loop.run(config, strategy, trainer, manager, start, source)
   workers = distribute.worker_identity()[2]
   if workers == 1:
     dataset = input_pipeline.train_dataset(source, seed=config.seed,

@@ -15,7 +15,8 @@ import cifar10_flags as common
 common.define_data_flags()
 common.define_device_flags()
 common.define_train_flags()
-flags.DEFINE_string("strategy", "mirrored", "mirrored | one_device | multi_worker_mirrored")
+flags.DEFINE_string("strategy", "mirrored", "mirrored | one_device | multi_worker_mirrored | "
+                    "parameter_server")
 flags.DEFINE_integer("peer_timeout_secs", 300, "multi_worker_mirrored: how long to wait for "
                      "the other workers, at start and in every all-reduce.")
 FLAGS = flags.FLAGS
@@ -26,7 +27,12 @@ def main():
   train_config = common.train_config(FLAGS)
   # TensorFlow is imported only now, so bad flags are answered in milliseconds.
   from cifar10 import devices  # pylint: disable=g-import-not-at-top
+  from strategies import distribute  # pylint: disable=g-import-not-at-top
   from strategies import loop  # pylint: disable=g-import-not-at-top
+  if FLAGS.strategy == "parameter_server" and distribute.worker_identity()[0] in ("worker",
+                                                                                   "ps"):
+    distribute.serve()  # workers and ps tasks only serve; the chief runs the loop
+    return
   if FLAGS.peer_timeout_secs < 1:
     raise common.UsageError("--peer_timeout_secs must be a positive integer")
   loop.run(train_config, devices.setup(devices_config), FLAGS.strategy,

@@ -44,7 +44,7 @@ class Trainer:
       # Shadows must be created eagerly under the scope; inside tf.function EMA cannot.
       self.ema.apply(self.variables)
     self.averages = {n: self.ema.average(v) for n, v in self.params.items()}
-    self._step_fn = tf.function(self._step)
+    self.step_fn = tf.function(self._step)  # the compiled step, for ClusterCoordinator.schedule
 
   @property
   def variables(self):
@@ -89,7 +89,7 @@ class Trainer:
 
   def train_step(self, iterator):
     """One synchronous step; returns (global loss, learning rate used)."""
-    return self._step_fn(iterator)
+    return self.step_fn(iterator)
 
   def checkpoint(self):
     """Weights, EMA shadows and global step. Plain SGD has no slot state to save."""

@@ -1,0 +1,66 @@
+"""The loop driver of ParameterServerStrategy: the chief schedules steps on the workers.
+
+The step is the same compiled `Trainer.train_step` as under MirroredStrategy; only the driver
+differs. The coordinator schedules exactly max_steps - start steps, so the global step ends
+exact; if a worker dies, ClusterCoordinator runs its pending steps on the others and the run
+still reaches --max_steps. Each worker reads its own shard of the shared stream (worker k of
+K: rows k*G/K .. of each G = K * batch_size). Updates are asynchronous: every worker applies
+its gradient to the variables on the ps tasks when it is done, so runs with several workers
+depend on timing and are never bit-equal to a synchronous run. Summaries (loss, learning rate)
+are written by the chief from the values its steps return.
+"""
+
+from absl import logging
+import tensorflow as tf
+
+from cifar10 import errors
+from cifar10 import input_pipeline
+from cifar10 import progress
+
+
+def run(config, strategy, trainer, manager, start, source):
+  """Schedules the steps from `start` to config.max_steps; returns the final global step."""
+  coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+  workers = strategy.extended._num_workers  # pylint: disable=protected-access
+  global_batch = config.batch_size * workers
+
+  def dataset_fn(_):
+    index = tf.distribute.coordinator.experimental_get_current_worker_index()
+    return input_pipeline.train_dataset(source, seed=config.seed,
+                                        global_batch_size=global_batch,
+                                        start_step=start // workers, shard=(index, workers))
+
+  @tf.function
+  def per_worker_dataset():
+    return strategy.distribute_datasets_from_function(dataset_fn)
+
+  iterator = iter(coordinator.create_per_worker_dataset(per_worker_dataset))
+  writer = tf.summary.create_file_writer(config.train_dir)
+  logger = progress.StepLogger(start, config.max_steps, config.batch_size,
+                               config.log_frequency)
+  for step in range(start, config.max_steps):
+    result = coordinator.schedule(trainer.step_fn, args=(iterator,))
+    done = step + 1
+    due_log = done % config.log_frequency == 0 or done == config.max_steps
+    due_save = done % config.save_checkpoint_steps == 0 or done == config.max_steps
+    due_summary = step % config.save_summaries_steps == 0
+    if not (due_log or due_save or due_summary):
+      continue
+    try:
+      coordinator.join()
+      loss, lr = result.fetch()
+    except tf.errors.InvalidArgumentError as e:
+      if "loss is not finite" not in str(e):
+        raise
+      raise errors.nan_loss(step, tf.train.latest_checkpoint(config.train_dir)) from None
+    logger.after_step(step, lambda: loss)
+    if due_summary:
+      with writer.as_default():
+        tf.summary.scalar("loss", loss, step=step)
+        tf.summary.scalar("learning_rate", lr, step=step)
+    if due_save:
+      manager.save(checkpoint_number=int(trainer.global_step.numpy()))
+  writer.flush()
+  logging.info("Done: step %d, checkpoint %s", int(trainer.global_step.numpy()),
+               tf.train.latest_checkpoint(config.train_dir))
+  return int(trainer.global_step.numpy())

@@ -1,0 +1,76 @@
+"""ParameterServerStrategy + ClusterCoordinator on a local cluster (chief, workers, ps).
+
+With one worker the asynchronous updates happen one after another, so the run is the
+one-device run, bit for bit. With two workers the step count and the final checkpoint are
+exact, and a worker killed mid-run does not stop the training.
+"""
+
+import glob
+import os
+import re
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from cifar10 import checkpoints
+from tests import helpers
+
+pytestmark = pytest.mark.slow
+FLAGS = ("--dataset=synthetic", "--batch_size=8", "--seed=2", "--log_frequency=10")
+
+
+def _pss(tmp_path, workers, *extra):
+  return helpers.start("strategies.launch", f"--workers={workers}", "--ps=1",
+                       "--timeout_secs=240", "--", *FLAGS, f"--train_dir={tmp_path}", *extra)
+
+
+def _worker_pid(index):
+  """The pid of the PSS worker task `index` (its TF_CONFIG names it)."""
+  for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+      with open(f"/proc/{pid}/environ", "rb") as f:
+        env = f.read().decode(errors="replace")
+    except OSError:
+      continue
+    if '"task": {"type": "worker", "index": %d}' % index in env and "parameter_server" in open(
+        f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace"):
+      return int(pid)
+  return None
+
+
+def test_one_worker_follows_the_one_device_run(tmp_path):
+  proc = _pss(tmp_path / "pss", 1, "--max_steps=12")
+  out, _ = proc.communicate(timeout=240)
+  assert proc.returncode == 0, out[-3000:]
+  result = helpers.run("strategies.train", *FLAGS, "--strategy=one_device", "--max_steps=12",
+                       f"--train_dir={tmp_path / 'one'}")
+  assert result.returncode == 0, result.stderr[-3000:]
+  a, b = checkpoints.read(str(tmp_path / "pss")), checkpoints.read(str(tmp_path / "one"))
+  assert a.global_step == b.global_step == 12
+  for name in a.weights:
+    np.testing.assert_array_equal(a.weights[name], b.weights[name], err_msg=name)
+    np.testing.assert_array_equal(a.averages[name], b.averages[name], err_msg=name)
+
+
+def test_a_killed_worker_does_not_stop_the_training(tmp_path):
+  proc = _pss(tmp_path, 2, "--max_steps=150", "--save_checkpoint_steps=10")
+  try:
+    deadline = time.time() + 180
+    while not glob.glob(f"{tmp_path}/ckpt-10.index") and time.time() < deadline:
+      assert proc.poll() is None
+      time.sleep(0.1)
+    pid = _worker_pid(1)
+    assert pid, "worker 1 not found"
+    os.kill(pid, signal.SIGKILL)
+    out, _ = proc.communicate(timeout=240)
+  finally:
+    proc.kill()
+  assert proc.returncode == 0, out[-3000:]
+  assert "worker:1 exited with status -9; the job goes on" in out
+  state = checkpoints.read(str(tmp_path))
+  assert state.global_step == 150
+  assert os.path.basename(checkpoints.resolve(str(tmp_path))) == "ckpt-150"
+  losses = [float(x) for x in re.findall(r"\[chief:0\] .*step \d+, loss = (\d+\.\d+)", out)]
+  assert len(losses) == 15 and np.mean(losses[-3:]) < np.mean(losses[:3]), losses
