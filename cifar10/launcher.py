@@ -115,7 +115,7 @@ def _let_finish(procs, grace):
   return 0
 
 
-def run(tasks, chief, timeout=None, grace=10.0, echo=True):
+def run(tasks, chief, timeout=None, grace=5.0, echo=True):
   """Runs the job; returns its exit status (124 on timeout, 130 when interrupted).
 
   With echo=False the tasks' output is kept back and only its last lines are printed, if the

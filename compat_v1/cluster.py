@@ -90,7 +90,8 @@ def run(config, device_config, cluster, job, index, sync_replicas=False):
           images, labels, devices, seed=config.seed, decay_steps=decay_steps,
           hparams=dataclasses.replace(DEFAULT, initial_learning_rate=config.learning_rate),
           sync_replicas=workers if sync_replicas else 0, is_chief=chief)
-    uninitialized = None if chief else v1.report_uninitialized_variables()
+    # Global variables only: local ones (SyncReplicas' local step) are this worker's to init.
+    uninitialized = None if chief else v1.report_uninitialized_variables(v1.global_variables())
   if not chief:
     _wait_for_chief(graph, server.target, proto, uninitialized)
   hooks = [v1.train.StopAtStepHook(last_step=config.max_steps),

@@ -25,7 +25,7 @@ FLAGS = ("--dataset=synthetic", "--batch_size=8", "--seed=2", "--log_frequency=4
 def _launch(tmp_path, *extra):
   begin = time.time()
   result = helpers.run("compat_v1.launch", "--workers=2", "--ps=1", "--timeout_secs=200",
-                       "--", *FLAGS, "--max_steps=30", f"--train_dir={tmp_path}", *extra)
+                       "--", *FLAGS, "--max_steps=16", f"--train_dir={tmp_path}", *extra)
   assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
   left = subprocess.run(["pgrep", "-f", f"--train_dir={tmp_path}"], capture_output=True,
                         text=True, check=False).stdout
@@ -46,11 +46,13 @@ def test_asynchronous_workers(tmp_path):
   out, _ = _launch(tmp_path)
   assert "[ps:0]" in out and "[worker:0]" in out and "[worker:1]" in out
   assert "worker:1 done at global step" in out and "worker:0 done at global step" in out
-  assert 30 <= _trained(tmp_path).global_step <= 32
+  assert 16 <= _trained(tmp_path).global_step <= 18
 
 
 def test_sync_replicas_exact_step_and_no_close_hang(tmp_path):
   out, seconds = _launch(tmp_path, "--sync_replicas")
-  assert _trained(tmp_path).global_step == 30
+  assert _trained(tmp_path).global_step == 16
+  # Every worker ends by itself (none is left waiting for tokens and killed by the launcher).
+  assert "worker:0 done at global step" in out and "worker:1 done at global step" in out
   # With TF's default stop grace period the chief waited ~120 s for tokens at close.
   assert seconds < 90, out[-2000:]
