@@ -1,4 +1,5 @@
-"""The TF1 ps/worker recipe on a local cluster: asynchronous and SyncReplicasOptimizer runs.
+"""The TF1 ps/worker recipe on a local cluster: asynchronous and SyncReplicasOptimizer runs,
+and a worker restarted mid-run.
 
 Neither is step-equal to the towers (see compat_v1/cluster.py); what each guarantees is
 tested: the job ends cleanly with every process gone, the chief's final checkpoint holds
@@ -8,6 +9,7 @@ flight on any worker can land before the chief's final save (measured 30, 31 and
 --max_steps=30 with 2 workers), so the bound is max_steps + workers.
 """
 
+import re
 import subprocess
 import time
 
@@ -15,6 +17,7 @@ import numpy as np
 import pytest
 
 from cifar10 import checkpoints
+from cifar10 import launcher
 from cifar10 import model
 from tests import helpers
 
@@ -56,3 +59,40 @@ def test_sync_replicas_exact_step_and_no_close_hang(tmp_path):
   assert "worker:0 done at global step" in out and "worker:1 done at global step" in out
   # With TF's default stop grace period the chief waited ~120 s for tokens at close.
   assert seconds < 90, out[-2000:]
+
+
+def test_a_restarted_worker_rejoins(tmp_path):
+  """Kill worker 1 mid-run and start it again: MonitoredTrainingSession lets it rejoin."""
+  addresses = [f"127.0.0.1:{p}" for p in launcher.free_ports(3)]
+  ps, workers = addresses[:1], addresses[1:]
+  cluster = [f"--ps_hosts={ps[0]}", f"--worker_hosts={','.join(workers)}"]
+  common = [*FLAGS, f"--train_dir={tmp_path}", "--max_steps=400", *cluster]
+
+  def task(job, index):
+    return helpers.start("compat_v1.train", f"--job_name={job}", f"--task_index={index}",
+                         *common)
+  procs = [task("ps", 0), task("worker", 0), task("worker", 1)]
+  try:
+    deadline = time.time() + 120
+    while not _has_checkpoint(tmp_path) and time.time() < deadline:
+      time.sleep(0.2)
+    time.sleep(2)  # a few steps in
+    procs[2].kill()
+    procs[2].wait(30)
+    restarted = task("worker", 1)
+    procs.append(restarted)
+    out, _ = restarted.communicate(timeout=240)
+    assert restarted.returncode == 0, out[-3000:]
+    assert re.search(r"step \d+, loss = ", out), out[-3000:]
+    assert procs[1].wait(120) == 0
+    assert "worker:1 done at global step" in out
+    assert 400 <= _trained(tmp_path).global_step <= 402
+  finally:
+    for proc in procs:
+      proc.kill()
+      proc.wait(30)
+
+
+def _has_checkpoint(train_dir):
+  # The chief saves model.ckpt-0 as soon as the session exists.
+  return bool(list(train_dir.glob("model.ckpt-*.index")))
