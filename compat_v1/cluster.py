@@ -18,6 +18,7 @@ Each worker reads shard k of K of the shared stream (rows k*G/K .. of each globa
 """
 
 import dataclasses
+import threading
 import time
 
 from absl import logging
@@ -43,6 +44,17 @@ def serve(cluster, job, index, proto):
   server = v1.train.Server(cluster, job_name=job, task_index=index, config=proto)
   logging.info("%s:%d serving at %s", job, index, cluster.task_address(job, index))
   server.join()
+
+
+def _quiet_token_queue(args):
+  """threading.excepthook: the SyncReplicas token queue runner of the chief is still blocked
+  when the session closes (no worker sends gradients any more) and dies with an OpError; that
+  is the normal end of a synchronous job, not a failure worth a traceback."""
+  if args.thread is not None and args.thread.name.startswith("QueueRunnerThread-sync_token_q") \
+      and issubclass(args.exc_type, tf.errors.OpError):
+    logging.info("%s stopped at close (%s)", args.thread.name, args.exc_type.__name__)
+    return
+  threading.__excepthook__(args)
 
 
 def _wait_for_chief(graph, target, proto, uninitialized, timeout_secs=300):
@@ -100,6 +112,8 @@ def run(config, device_config, cluster, job, index, sync_replicas=False):
   step_batch = global_batch if sync_replicas else global_batch // workers
   logger = progress.StepLogger(start, config.max_steps, step_batch, config.log_frequency)
   step = start
+  if sync_replicas and chief:
+    threading.excepthook = _quiet_token_queue
   with graph.as_default(), v1.train.MonitoredTrainingSession(
       master=server.target, is_chief=chief, checkpoint_dir=config.train_dir, hooks=hooks,
       save_checkpoint_steps=config.save_checkpoint_steps,
