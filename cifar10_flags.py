@@ -7,6 +7,7 @@ libraries, the shared core included, receive the plain config objects and never 
 
 import sys
 
+from absl import app
 from absl import flags
 from absl import logging
 
@@ -122,6 +123,19 @@ def run_main(main, takes_args=False):
       _fail("interrupted", status=130)
 
   return wrapped
+
+
+def _parse(argv):
+  """absl's parser, but a bad or unknown flag is one line too, not absl's two."""
+  try:
+    return flags.FLAGS(argv)
+  except flags.Error as e:
+    _fail(str(e))
+
+
+def app_run(main, takes_args=False):
+  """app.run for every entry point: one-line errors for bad flags and for UsageError."""
+  app.run(run_main(main, takes_args), flags_parser=_parse)
 
 
 def _fail(message, status=2):

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import time
 
-from absl import app
 from absl import flags
 
 import cifar10_flags as common
@@ -104,4 +103,4 @@ def main():
 
 
 if __name__ == "__main__":
-  app.run(common.run_main(main))
+  common.app_run(main)

@@ -6,7 +6,6 @@ Scores checkpoints of compat_v1.train and of strategies.train alike. Without --r
 waits for new checkpoints and scores each, like `cifar10_eval.py`.
 """
 
-from absl import app
 from absl import flags
 
 import cifar10_flags as common
@@ -23,4 +22,4 @@ def main():
 
 
 if __name__ == "__main__":
-  app.run(common.run_main(main))
+  common.app_run(main)

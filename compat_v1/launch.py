@@ -10,7 +10,6 @@ every task, the ps tasks are stopped when the chief is done, and the exit status
 
 import sys
 
-from absl import app
 from absl import flags
 
 import cifar10_flags as common
@@ -36,4 +35,4 @@ def main(train_args):
 
 
 if __name__ == "__main__":
-  app.run(common.run_main(main, takes_args=True))
+  common.app_run(main, takes_args=True)

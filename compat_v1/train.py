@@ -16,7 +16,6 @@ The TF1 cluster recipe takes the classic flags (or TF_CONFIG), one process per t
 import json
 import os
 
-from absl import app
 from absl import flags
 
 import cifar10_flags as common
@@ -67,4 +66,4 @@ def main():
 
 
 if __name__ == "__main__":
-  app.run(common.run_main(main))
+  common.app_run(main)

@@ -12,7 +12,6 @@ learning rate of every step. Exits 1 when any row is outside its tolerance.
 import os
 import sys
 
-from absl import app
 from absl import flags
 
 import cifar10_flags as common
@@ -50,4 +49,4 @@ def main():
 
 
 if __name__ == "__main__":
-  app.run(common.run_main(main))
+  common.app_run(main)

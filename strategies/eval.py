@@ -5,7 +5,6 @@
 Without --run_once it waits for new checkpoints and scores each, like `cifar10_eval.py`.
 """
 
-from absl import app
 from absl import flags
 
 import cifar10_flags as common
@@ -22,4 +21,4 @@ def main():
 
 
 if __name__ == "__main__":
-  app.run(common.run_main(main))
+  common.app_run(main)

@@ -15,7 +15,6 @@ job's. On real machines, run the same command line on each host with its own TF_
 
 import sys
 
-from absl import app
 from absl import flags
 
 import cifar10_flags as common
@@ -51,4 +50,4 @@ def main(train_args):
 
 
 if __name__ == "__main__":
-  app.run(common.run_main(main, takes_args=True))
+  common.app_run(main, takes_args=True)

@@ -7,7 +7,6 @@ Kept short on purpose: flags become cifar10.config objects here, the work is in
 strategies.loop. Restarting with the same --train_dir resumes from the newest checkpoint.
 """
 
-from absl import app
 from absl import flags
 
 import cifar10_flags as common
@@ -40,4 +39,4 @@ def main():
 
 
 if __name__ == "__main__":
-  app.run(common.run_main(main))
+  common.app_run(main)

@@ -101,3 +101,10 @@ def test_init_from_a_missing_or_incompatible_checkpoint(trainer, tmp_path):
 def test_unexpected_positional_argument(trainer, tmp_path):
   _check(helpers.run(trainer, f"--train_dir={tmp_path}", "extra"),
          "unexpected arguments: extra")
+
+
+@pytest.mark.parametrize("binary", ["strategies.train", "compat_v1.eval", "strategies.launch"])
+def test_unknown_and_malformed_flags_are_one_line(binary):
+  _check(helpers.run(binary, "--bogus=1"), "Unknown command line flag 'bogus'")
+  _check(helpers.run(binary, "--batch_size=abc" if "launch" not in binary else "--workers=x"),
+         "flag --")
