@@ -119,10 +119,13 @@ def run(config, device_config, cluster, job, index, sync_replicas=False):
       save_checkpoint_steps=config.save_checkpoint_steps,
       save_summaries_steps=config.save_summaries_steps, log_step_count_steps=0,
       stop_grace_period_secs=STOP_GRACE_SECS, config=proto) as sess:
+    local_steps = 0  # this worker's gradient computations (its own train_op runs)
     while not sess.should_stop():
       try:
         _, loss, step = sess.run([g.train_op, g.loss, g.global_step])
+        local_steps += 1
       except v1.train.NanLossDuringTrainingError:
         raise errors.nan_loss(step, tf.train.latest_checkpoint(config.train_dir)) from None
       logger.after_step(step - 1, lambda: loss)
-  logging.info("worker:%d done at global step %d", index, step)
+  logging.info("worker:%d done at global step %d after %d local steps", index, step,
+               local_steps)
