@@ -124,7 +124,9 @@ def run(config, device_config, cluster, job, index, sync_replicas=False):
       try:
         _, loss, step = sess.run([g.train_op, g.loss, g.global_step])
         local_steps += 1
-      except v1.train.NanLossDuringTrainingError:
+      except (v1.train.NanLossDuringTrainingError, tf.errors.InvalidArgumentError) as e:
+        if isinstance(e, tf.errors.InvalidArgumentError) and "loss is not finite" not in str(e):
+          raise
         raise errors.nan_loss(step, tf.train.latest_checkpoint(config.train_dir)) from None
       logger.after_step(step - 1, lambda: loss)
   logging.info("worker:%d done at global step %d after %d local steps", index, step,
