@@ -3,7 +3,8 @@
 The step is the same compiled `Trainer.train_step` as under MirroredStrategy; only the driver
 differs. The coordinator schedules exactly max_steps - start steps, so the global step ends
 exact; if a worker dies, ClusterCoordinator runs its pending steps on the others and the run
-still reaches --max_steps. Each worker reads its own shard of the shared stream (worker k of
+still reaches --max_steps (a step the dying worker had in flight may have been applied and
+then run again: at-least-once, so the global step may end one past per lost worker). Each worker reads its own shard of the shared stream (worker k of
 K: rows k*G/K .. of each G = K * batch_size). Updates are asynchronous: every worker applies
 its gradient to the variables on the ps tasks when it is done, so runs with several workers
 depend on timing and are never bit-equal to a synchronous run. Summaries (loss, learning rate)

@@ -1,8 +1,8 @@
 """ParameterServerStrategy + ClusterCoordinator on a local cluster (chief, workers, ps).
 
 With one worker the asynchronous updates happen one after another, so the run is the
-one-device run, bit for bit. With two workers the step count and the final checkpoint are
-exact, and a worker killed mid-run does not stop the training.
+one-device run, bit for bit. With two workers the global step is exact, and a worker killed
+mid-run does not stop the training (its step in flight may count twice: at-least-once).
 """
 
 import glob
@@ -70,7 +70,9 @@ def test_a_killed_worker_does_not_stop_the_training(tmp_path):
   assert proc.returncode == 0, out[-3000:]
   assert "worker:1 exited with status -9; the job goes on" in out
   state = checkpoints.read(str(tmp_path))
-  assert state.global_step == 150
-  assert os.path.basename(checkpoints.resolve(str(tmp_path))) == "ckpt-150"
+  # ClusterCoordinator runs a step at least once: the step the killed worker had in flight may
+  # have updated the variables before it died and then run again elsewhere (seen: 151).
+  assert 150 <= state.global_step <= 151
+  assert os.path.basename(checkpoints.resolve(str(tmp_path))) == f"ckpt-{state.global_step}"
   losses = [float(x) for x in re.findall(r"\[chief:0\] .*step \d+, loss = (\d+\.\d+)", out)]
   assert len(losses) == 15 and np.mean(losses[-3:]) < np.mean(losses[:3]), losses
