@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 from absl import flags
 
@@ -28,59 +27,17 @@ flags.DEFINE_string("child", None, "Internal: 'tf2:N' or 'v1:N', run one measure
 FLAGS = flags.FLAGS
 
 
-def _measure_tf2(n, batch, warmup, steps, threads):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from cifar10 import config, devices, input_pipeline as ip, schedule  # pylint: disable=g-import-not-at-top,g-multiple-import
-  from strategies import distribute  # pylint: disable=g-import-not-at-top
-  from strategies.trainer import Trainer  # pylint: disable=g-import-not-at-top
-  names = devices.setup(config.DeviceConfig(num_gpus=n, intra_op_threads=threads))
-  strategy = distribute.get_strategy("mirrored", names)
-  trainer = Trainer(strategy, seed=0, global_batch_size=batch * n,
-                    decay_steps=schedule.decay_steps(batch))
-  stream = ip.train_dataset(ip.synthetic_source(0), seed=0, global_batch_size=batch * n)
-  iterator = iter(strategy.experimental_distribute_dataset(stream))
-  for _ in range(warmup):
-    loss, _ = trainer.train_step(iterator)
-  float(loss)
-  begin = time.time()
-  for _ in range(steps):
-    loss, _ = trainer.train_step(iterator)
-  float(loss)
-  return time.time() - begin
-
-
-def _measure_v1(n, batch, warmup, steps, threads):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from cifar10 import config, input_pipeline as ip, schedule  # pylint: disable=g-import-not-at-top,g-multiple-import
-  from cifar10.hparams import DEFAULT  # pylint: disable=g-import-not-at-top
-  from compat_v1 import session, towers  # pylint: disable=g-import-not-at-top,g-multiple-import
-  names, proto = session.setup(config.DeviceConfig(num_gpus=n, intra_op_threads=threads))
-  with tf.Graph().as_default():
-    stream = ip.train_dataset(ip.synthetic_source(0), seed=0, global_batch_size=batch * n)
-    images, labels = tf.compat.v1.data.make_one_shot_iterator(stream).get_next()
-    g = towers.build_train_graph(images, labels, names, seed=0,
-                                 decay_steps=schedule.decay_steps(batch), hparams=DEFAULT)
-    with tf.compat.v1.Session(config=proto) as sess:
-      sess.run(tf.compat.v1.global_variables_initializer())
-      for _ in range(warmup):
-        sess.run(g.train_op)
-      begin = time.time()
-      for _ in range(steps):
-        sess.run(g.train_op)
-      return time.time() - begin
-
-
-def _child(spec):
+def _child(spec, batch, steps, warmup, threads):
+  from benchmarks import measure  # pylint: disable=g-import-not-at-top
   kind, n = spec.split(":")
-  measure = _measure_tf2 if kind == "tf2" else _measure_v1
-  seconds = measure(int(n), FLAGS.batch_size, FLAGS.warmup, FLAGS.steps, FLAGS.intra_op_threads)
-  print(json.dumps({"examples_per_sec": FLAGS.steps * FLAGS.batch_size * int(n) / seconds}))
+  seconds = getattr(measure, kind)(int(n), batch, warmup, steps, threads)
+  print(json.dumps({"examples_per_sec": steps * batch * int(n) / seconds}))
 
 
-def _run_child(kind, n):
+def _run_child(kind, n, batch, steps, warmup, threads):
   args = [sys.executable, "-m", "benchmarks.throughput", f"--child={kind}:{n}",
-          f"--batch_size={FLAGS.batch_size}", f"--steps={FLAGS.steps}",
-          f"--warmup={FLAGS.warmup}", f"--intra_op_threads={FLAGS.intra_op_threads}"]
+          f"--batch_size={batch}", f"--steps={steps}", f"--warmup={warmup}",
+          f"--intra_op_threads={threads}"]
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
   out = subprocess.run(args, capture_output=True, text=True, env=env, check=False)
   if out.returncode:
@@ -89,16 +46,18 @@ def _run_child(kind, n):
 
 
 def main():
+  batch, steps, warmup = FLAGS.batch_size, FLAGS.steps, FLAGS.warmup
+  run = (batch, steps, warmup, FLAGS.intra_op_threads)
   if FLAGS.child:
-    return _child(FLAGS.child)
+    return _child(FLAGS.child, *run)
   counts = [int(n) for n in FLAGS.num_gpus]
-  if min(counts) < 1 or FLAGS.steps < 1 or FLAGS.batch_size < 1 or FLAGS.warmup < 1:
+  if min(counts) < 1 or steps < 1 or batch < 1 or warmup < 1:
     raise common.UsageError("--num_gpus, --steps, --warmup and --batch_size must be positive")
-  print(f"global batch = {FLAGS.batch_size} x N, {FLAGS.steps} timed steps after "
-        f"{FLAGS.warmup} warm-up steps, synthetic data")
+  print(f"global batch = {batch} x N, {steps} timed steps after {warmup} warm-up steps, "
+        "synthetic data")
   print(f"{'N':>3} {'TF2 ex/s':>10} {'v1 ex/s':>10} {'TF2 / v1':>9}")
   for n in counts:
-    tf2, v1 = _run_child("tf2", n), _run_child("v1", n)
+    tf2, v1 = _run_child("tf2", n, *run), _run_child("v1", n, *run)
     print(f"{n:>3} {tf2:>10.1f} {v1:>10.1f} {tf2 / v1:>9.2f}", flush=True)
 
 
