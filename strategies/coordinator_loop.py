@@ -1,10 +1,13 @@
 """The loop driver of ParameterServerStrategy: the chief schedules steps on the workers.
 
 The step is the same compiled `Trainer.train_step` as under MirroredStrategy; only the driver
-differs. The coordinator schedules exactly max_steps - start steps, so the global step ends
-exact; if a worker dies, ClusterCoordinator runs its pending steps on the others and the run
-still reaches --max_steps (a step the dying worker had in flight may have been applied and
-then run again: at-least-once, so the global step may end one past per lost worker). Each worker reads its own shard of the shared stream (worker k of
+differs. The coordinator schedules exactly max_steps - start steps; if a worker dies,
+ClusterCoordinator runs its pending steps on the others and the run still reaches --max_steps.
+ClusterCoordinator runs a step at least once: a step the dying worker had in flight may
+already have updated the variables (its increment included) and then runs again elsewhere.
+So the coordinator, which knows how many scheduled steps completed, owns the step count: at
+every join (before each log line and checkpoint) it sets the global step to that number, and
+logs any surplus update. Each worker reads its own shard of the shared stream (worker k of
 K: rows k*G/K .. of each G = K * batch_size). Updates are asynchronous: every worker applies
 its gradient to the variables on the ps tasks when it is done, so runs with several workers
 depend on timing and are never bit-equal to a synchronous run. Summaries (loss, learning rate)
@@ -54,13 +57,19 @@ def run(config, strategy, trainer, manager, start, source):
       if "loss is not finite" not in str(e):
         raise
       raise errors.nan_loss(step, tf.train.latest_checkpoint(config.train_dir)) from None
+    surplus = int(trainer.global_step.numpy()) - done
+    if surplus:
+      # Nothing is in flight after join(), so this write races with no step.
+      logging.warning("%d step(s) of a lost worker were applied and then run again; the "
+                      "global step counts each scheduled step once", surplus)
+      trainer.global_step.assign(done)
     logger.after_step(step, lambda: loss)
     if due_summary:
       with writer.as_default():
         tf.summary.scalar("loss", loss, step=step)
         tf.summary.scalar("learning_rate", lr, step=step)
     if due_save:
-      manager.save(checkpoint_number=int(trainer.global_step.numpy()))
+      manager.save(checkpoint_number=done)
   writer.flush()
   logging.info("Done: step %d, checkpoint %s", int(trainer.global_step.numpy()),
                tf.train.latest_checkpoint(config.train_dir))

@@ -62,14 +62,21 @@ def is_chief():
   return job == "worker" and index == 0
 
 
-def get_strategy(name, devices, peer_timeout_secs=None):
+def get_strategy(name, devices, peer_timeout_secs=None, partition_min_bytes=0):
   """A strategy with one replica per device name in `devices`.
+
+  `partition_min_bytes` (parameter_server only): weights of at least twice this size are
+  split in row blocks of at least this size over the ps tasks (at most one block per task).
 
   On GPUs MirroredStrategy keeps its default, NCCL all-reduce. On logical CPU devices (where
   NCCL has no kernel) it sums on /cpu:0 and broadcasts (ReductionToOneDevice): the sum then
   runs in replica order every time, and unlike the collective all-reduce TF would pick, two
   strategies of different sizes can live in one process (the collective group keys clash).
   """
+  if partition_min_bytes and name != "parameter_server":
+    raise UsageError("--ps_partition_min_bytes applies to --strategy=parameter_server only")
+  if partition_min_bytes < 0:
+    raise UsageError(f"--ps_partition_min_bytes must be >= 0, got {partition_min_bytes}")
   if name == "mirrored":
     if all(d.lower().startswith("/cpu") for d in devices):
       return tf.distribute.MirroredStrategy(
@@ -105,7 +112,12 @@ def get_strategy(name, devices, peer_timeout_secs=None):
     with _deadline(peer_timeout_secs, "not every task of TF_CONFIG came up within "
                    f"{peer_timeout_secs} s; check that each one was started and that its "
                    "port is reachable"):
-      return tf.distribute.ParameterServerStrategy(resolver)
+      partitioner = None
+      if partition_min_bytes:
+        partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(
+            min_shard_bytes=partition_min_bytes,
+            max_shards=resolver.cluster_spec().num_tasks("ps"))
+      return tf.distribute.ParameterServerStrategy(resolver, variable_partitioner=partitioner)
   raise UsageError(f"unknown --strategy {name!r}; choose from {', '.join(STRATEGIES)}")
 
 

@@ -50,9 +50,11 @@ def build_trainer(config, strategy):
       compute_dtype=tf.float16 if config.use_fp16 else tf.float32)
 
 
-def run(config, devices, strategy_name="mirrored", peer_timeout_secs=None):
+def run(config, devices, strategy_name="mirrored", peer_timeout_secs=None,
+        partition_min_bytes=0):
   """Trains; returns the final global step. Raises UsageError on bad data or a NaN loss."""
-  strategy = distribute.get_strategy(strategy_name, devices, peer_timeout_secs)
+  strategy = distribute.get_strategy(strategy_name, devices, peer_timeout_secs,
+                                     partition_min_bytes)
   chief = distribute.is_chief()
   # Every worker saves (MultiWorkerMirroredStrategy's save is collective), the chief into
   # train_dir and the others into throw-away folders; all restore from train_dir.
@@ -68,6 +70,9 @@ def _train(config, strategy, save_dir, chief):
   n = strategy.num_replicas_in_sync
   devices = strategy.extended.worker_devices
   trainer = build_trainer(config, strategy)
+  for name, shards in trainer.partitions.items():
+    logging.info("%s is partitioned into %d shards: %s", name, shards,
+                 ", ".join(s.device for s in trainer.params[name].variables))
   checkpoint = trainer.checkpoint()
   manager = tf.train.CheckpointManager(checkpoint, save_dir,
                                        max_to_keep=config.max_checkpoints_to_keep)

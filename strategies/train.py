@@ -18,6 +18,9 @@ flags.DEFINE_string("strategy", "mirrored", "mirrored | one_device | multi_worke
                     "parameter_server")
 flags.DEFINE_integer("peer_timeout_secs", 300, "multi_worker_mirrored: how long to wait for "
                      "the other workers, at start and in every all-reduce.")
+flags.DEFINE_integer("ps_partition_min_bytes", 0, "parameter_server: split each weight of at "
+                     "least twice this many bytes into row blocks of at least this size over "
+                     "the ps tasks (0: no partitioning).")
 FLAGS = flags.FLAGS
 
 
@@ -35,7 +38,7 @@ def main():
   if FLAGS.peer_timeout_secs < 1:
     raise common.UsageError("--peer_timeout_secs must be a positive integer")
   loop.run(train_config, devices.setup(devices_config), FLAGS.strategy,
-           FLAGS.peer_timeout_secs)
+           FLAGS.peer_timeout_secs, FLAGS.ps_partition_min_bytes)
 
 
 if __name__ == "__main__":

@@ -11,11 +11,19 @@ global step and the EMA shadows; `train_step(iterator)` is one compiled step:
   4. global_step += 1, then the EMA (num_updates = global_step) reads the updated weights.
      The TF1 tutorial grouped the update and the EMA with no order between them; here and in
      compat_v1 the EMA always runs after the update.
+
+Under ParameterServerStrategy with a variable partitioner a weight may be a ShardedVariable
+(row blocks on different ps tasks). The step then differentiates, updates and averages each
+shard (a ShardedVariable has no single handle to differentiate or update), and the checkpoint
+saves the shards as slices of one tensor under the weight's usual key, so checkpoints of
+partitioned and plain runs are interchangeable.
 """
 
 import dataclasses
 
 import tensorflow as tf
+# ShardedVariable has no public constructor; it is the type PSS partitions weights into.
+from tensorflow.python.distribute import sharded_variable  # pylint: disable=g-direct-tensorflow-import
 
 from cifar10 import losses
 from cifar10 import model
@@ -41,14 +49,26 @@ class Trainer:
       self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
       self.ema = tf.train.ExponentialMovingAverage(hparams.moving_average_decay,
                                                    num_updates=self.global_step)
-      # Shadows must be created eagerly under the scope; inside tf.function EMA cannot.
-      self.ema.apply(self.variables)
-    self.averages = {n: self.ema.average(v) for n, v in self.params.items()}
+      # Shadows must be created eagerly under the scope; inside tf.function EMA cannot. Each
+      # shard's shadow is colocated with the shard (never partitioned again).
+      self.ema.apply(self.shards)
+    self.averages = {n: _join(v, [self.ema.average(s) for s in _parts(v)])
+                     for n, v in self.params.items()}
     self.step_fn = tf.function(self._step)  # the compiled step, for ClusterCoordinator.schedule
 
   @property
   def variables(self):
     return [self.params[n] for n in model.VARIABLE_NAMES]
+
+  @property
+  def shards(self):
+    """The variables that hold the weights: one per weight, or its shards when partitioned."""
+    return [s for v in self.variables for s in _parts(v)]
+
+  @property
+  def partitions(self):
+    """{weight name: number of shards} for the weights that are partitioned."""
+    return {n: len(_parts(v)) for n, v in self.params.items() if len(_parts(v)) > 1}
 
   def lr(self):
     return schedule.learning_rate(self.global_step, self.decay_steps, self.hparams)
@@ -59,11 +79,14 @@ class Trainer:
       logits = model.inference(self.params, images, self.compute_dtype)
       loss = losses.replica_loss(logits, labels, self.params, self.global_batch_size,
                                  ctx.num_replicas_in_sync)
-    grads = tape.gradient(loss, self.variables)
+    grads = tape.gradient(loss, self.shards)
     return loss, ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
 
   def gradients(self, images, labels):
-    """(global loss, all-reduced gradients as per-replica values) for one distributed batch."""
+    """(global loss, all-reduced gradients as per-replica values) for one distributed batch.
+
+    The gradients follow `self.shards`: one per weight unless the weights are partitioned.
+    """
     loss, grads = self.strategy.run(self._replica_gradients, args=(images, labels))
     return self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None), grads
 
@@ -73,18 +96,19 @@ class Trainer:
     loss = tf.debugging.check_numerics(loss, "loss is not finite")
     lr = self.lr()
     with tf.control_dependencies([loss]):
-      for var, grad in zip(self.variables, grads):
+      for var, grad in zip(self.shards, grads):
         self.strategy.extended.update(var, _sgd, args=(grad, lr))
       self.global_step.assign_add(1)
       with self.strategy.scope():  # EMA looks its shadows up by the scoped variables.
-        self.ema.apply(self.variables)
+        self.ema.apply(self.shards)
     step = self.global_step - 1
     tf.summary.scalar("loss", loss, step=step)
     tf.summary.scalar("learning_rate", lr, step=step)
-    for name, grad in zip(model.VARIABLE_NAMES, grads):
-      tf.summary.histogram(name + "/values", self.params[name], step=step)
-      tf.summary.histogram(name + "/gradients",
-                           self.strategy.experimental_local_results(grad)[0], step=step)
+    if not self.partitions:  # PSS writes no summaries from its workers
+      for name, grad in zip(model.VARIABLE_NAMES, grads):
+        tf.summary.histogram(name + "/values", self.params[name], step=step)
+        tf.summary.histogram(name + "/gradients",
+                             self.strategy.experimental_local_results(grad)[0], step=step)
     return loss, lr
 
   def train_step(self, iterator):
@@ -95,6 +119,17 @@ class Trainer:
     """Weights, EMA shadows and global step. Plain SGD has no slot state to save."""
     return tf.train.Checkpoint(global_step=self.global_step, params=self.params,
                                ema=self.averages)
+
+
+def _parts(var):
+  return list(getattr(var, "variables", [var]))  # a ShardedVariable's shards, in row order
+
+
+def _join(var, shadows):
+  """The EMA shadows of `var`'s shards as one checkpointable value shaped like `var`."""
+  if len(shadows) == 1:
+    return shadows[0]
+  return sharded_variable.ShardedVariable(shadows, name=var.name.split(":")[0] + "/avg")
 
 
 def _sgd(var, grad, lr):

@@ -72,9 +72,15 @@ def test_more_gpus_than_exist_on_a_cpu_box_is_refused_for_named_gpus(trainer, tm
                      "--visible_gpus=0,1"), "--visible_gpus=0,1 but only 0 GPU(s) exist")
 
 
-def test_unknown_strategy(tmp_path):
+@pytest.mark.parametrize("flags,expected", [
+    (["--strategy=tpu"], "unknown --strategy 'tpu'"),
+    (["--ps_partition_min_bytes=65536"],
+     "--ps_partition_min_bytes applies to --strategy=parameter_server only"),
+])
+def test_bad_strategy_flags(flags, expected, tmp_path):
   _check(helpers.run("strategies.train", f"--train_dir={tmp_path}", "--dataset=synthetic",
-                     "--strategy=tpu"), "unknown --strategy 'tpu'")
+                     *flags), expected)
+  assert not os.listdir(tmp_path)
 
 
 @pytest.mark.parametrize("evaluator", ["strategies.eval", "compat_v1.eval"])

@@ -1,8 +1,9 @@
 """ParameterServerStrategy + ClusterCoordinator on a local cluster (chief, workers, ps).
 
 With one worker the asynchronous updates happen one after another, so the run is the
-one-device run, bit for bit. With two workers the global step is exact, and a worker killed
-mid-run does not stop the training (its step in flight may count twice: at-least-once).
+one-device run, bit for bit, also with the large weights partitioned over two ps tasks. With
+two workers the global step is exact, also when a worker is killed mid-run: the training goes
+on and the coordinator counts the step the dead worker had in flight once.
 """
 
 import glob
@@ -21,8 +22,8 @@ pytestmark = pytest.mark.slow
 FLAGS = ("--dataset=synthetic", "--batch_size=8", "--seed=2", "--log_frequency=10")
 
 
-def _pss(tmp_path, workers, *extra):
-  return helpers.start("strategies.launch", f"--workers={workers}", "--ps=1",
+def _pss(tmp_path, workers, *extra, ps=1):
+  return helpers.start("strategies.launch", f"--workers={workers}", f"--ps={ps}",
                        "--timeout_secs=240", "--", *FLAGS, f"--train_dir={tmp_path}", *extra)
 
 
@@ -40,10 +41,15 @@ def _worker_pid(index):
   return None
 
 
-def test_one_worker_follows_the_one_device_run(tmp_path):
-  proc = _pss(tmp_path / "pss", 1, "--max_steps=12")
+def test_one_worker_follows_the_one_device_run_with_partitioned_weights(tmp_path):
+  # 128 KiB: the conv2 (400 KiB), local3 (3.4 MiB) and local4 (288 KiB) weights split in two.
+  proc = _pss(tmp_path / "pss", 1, "--max_steps=12", "--ps_partition_min_bytes=131072", ps=2)
   out, _ = proc.communicate(timeout=240)
   assert proc.returncode == 0, out[-3000:]
+  partitioned = {name: sorted(re.findall(r"/job:ps/replica:0/task:(\d)/", devices))
+                 for name, devices in re.findall(r"(\S+) is partitioned into 2 shards: (.*)", out)}
+  assert partitioned == {"conv2/weights": ["0", "1"], "local3/weights": ["0", "1"],
+                         "local4/weights": ["0", "1"]}
   result = helpers.run("strategies.train", *FLAGS, "--strategy=one_device", "--max_steps=12",
                        f"--train_dir={tmp_path / 'one'}")
   assert result.returncode == 0, result.stderr[-3000:]
@@ -55,7 +61,9 @@ def test_one_worker_follows_the_one_device_run(tmp_path):
 
 
 def test_a_killed_worker_does_not_stop_the_training(tmp_path):
-  proc = _pss(tmp_path, 2, "--max_steps=150", "--save_checkpoint_steps=10")
+  # Gently: stale asynchronous gradients at the default lr 0.1 with batches of 8 diverged.
+  proc = _pss(tmp_path, 2, "--max_steps=150", "--save_checkpoint_steps=10",
+              "--learning_rate=0.02")
   try:
     deadline = time.time() + 180
     while not glob.glob(f"{tmp_path}/ckpt-10.index") and time.time() < deadline:
@@ -70,9 +78,7 @@ def test_a_killed_worker_does_not_stop_the_training(tmp_path):
   assert proc.returncode == 0, out[-3000:]
   assert "worker:1 exited with status -9; the job goes on" in out
   state = checkpoints.read(str(tmp_path))
-  # ClusterCoordinator runs a step at least once: the step the killed worker had in flight may
-  # have updated the variables before it died and then run again elsewhere (seen: 151).
-  assert 150 <= state.global_step <= 151
-  assert os.path.basename(checkpoints.resolve(str(tmp_path))) == f"ckpt-{state.global_step}"
+  assert state.global_step == 150
+  assert os.path.basename(checkpoints.resolve(str(tmp_path))) == "ckpt-150"
   losses = [float(x) for x in re.findall(r"\[chief:0\] .*step \d+, loss = (\d+\.\d+)", out)]
   assert len(losses) == 15 and np.mean(losses[-3:]) < np.mean(losses[:3]), losses
