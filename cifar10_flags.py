@@ -12,6 +12,7 @@ from absl import flags
 from absl import logging
 
 from cifar10 import config
+from cifar10 import errors
 from cifar10.errors import UsageError
 
 
@@ -106,7 +107,8 @@ def device_config(values):
 
 
 def run_main(main, takes_args=False):
-  """Wraps an absl main: UsageError becomes 'error: ...' on one line and exit status 2.
+  """Wraps an absl main: UsageError becomes 'error: ...' on one line and exit status 2,
+  errors.Stopped 'stopped: ...' and exit status 42.
 
   With takes_args, main receives the arguments after the flags (those after `--`).
   """
@@ -119,6 +121,9 @@ def run_main(main, takes_args=False):
       return main(argv[1:]) if takes_args else main()
     except UsageError as e:
       _fail(str(e))
+    except errors.Stopped as e:
+      print(f"stopped: {e}", file=sys.stderr, flush=True)
+      sys.exit(errors.STOPPED_EXIT_STATUS)
     except KeyboardInterrupt:
       _fail("interrupted", status=130)
 

@@ -4,7 +4,8 @@ Both `strategies.launch` and `compat_v1.launch` are built on `run(tasks)`: it st
 task in its own process group, prefixes each output line with the task (`[worker:1] ...`),
 forwards Ctrl-C/SIGTERM, and ends the job when the chief finishes (servers such as ps tasks
 never exit on their own) or as soon as any task fails. Every process group still alive is
-then sent SIGTERM and, after a grace period, SIGKILL. The return value is the job's exit
+then sent SIGTERM (servers last: a trainer saving its checkpoint on SIGTERM may need them)
+and, after a grace period, SIGKILL. The return value is the job's exit
 status: 0 only if the chief and every worker that finished succeeded.
 """
 
@@ -17,6 +18,8 @@ import subprocess
 import sys
 import threading
 import time
+
+from cifar10 import errors
 
 HOST = "127.0.0.1"
 
@@ -81,19 +84,28 @@ def _pump(task, stream, lock, kept):
         del kept[:-200]
 
 
-def _stop(procs, grace):
-  for proc in procs.values():
+def _signal_and_wait(procs, sig, grace):
+  for proc in procs:
     if proc.poll() is None:
       try:
-        os.killpg(proc.pid, signal.SIGTERM)
+        os.killpg(proc.pid, sig)
       except ProcessLookupError:
         pass
   deadline = time.time() + grace
-  for proc in procs.values():
+  for proc in procs:
     try:
       proc.wait(max(0.0, deadline - time.time()))
     except subprocess.TimeoutExpired:
       pass
+
+
+def _stop(procs, grace, servers=()):
+  """SIGTERM, then SIGKILL after `grace` s. Trainers save a checkpoint on SIGTERM (see
+  cifar10.signals), and may need their servers (ps tasks, PSS workers) to do it: those are
+  stopped only after the others have exited or had their grace period."""
+  _signal_and_wait([p for name, p in procs.items() if name not in servers], signal.SIGTERM,
+                   grace)
+  _signal_and_wait([p for name, p in procs.items() if name in servers], signal.SIGTERM, 1.0)
   for proc in procs.values():
     try:
       os.killpg(proc.pid, signal.SIGKILL)  # the group too: no grandchild survives
@@ -113,6 +125,19 @@ def _let_finish(procs, grace):
     if code:
       return code if code > 0 else 128 - code
   return 0
+
+
+def describe(status):
+  """The one-line error for a job that ended with a non-zero `status` from run()."""
+  if status == 130:
+    return ("the job was stopped (Ctrl-C or SIGTERM); its trainers saved a checkpoint if they "
+            "could: launch it again to continue")
+  if status == 124:
+    return "the job ran out of --timeout_secs and was stopped"
+  if status == errors.STOPPED_EXIT_STATUS:
+    return ("a task was asked to stop (SIGTERM) and saved a checkpoint: launch the job again "
+            "to continue")
+  return f"the job failed (exit status {status})"
 
 
 def run(tasks, chief, timeout=None, grace=5.0, echo=True):
@@ -143,6 +168,9 @@ def run(tasks, chief, timeout=None, grace=5.0, echo=True):
     finite = [t for t in tasks if not t.server and not t.expendable]
     while status is None:
       if interrupted:
+        with lock:
+          print(f"[launch] stopping the job: the tasks get {grace:g} s to save and exit",
+                flush=True)
         status = 130
         break
       if deadline is not None and time.time() > deadline:
@@ -171,7 +199,7 @@ def run(tasks, chief, timeout=None, grace=5.0, echo=True):
     if status == 0:
       status = _let_finish([procs[t.name] for t in finite], grace)
   finally:
-    _stop(procs, grace)
+    _stop(procs, grace, servers={t.name for t in tasks if t.server})
     for thread in threads:
       thread.join(5)
     for sig, handler in previous.items():

@@ -31,7 +31,7 @@ def main(train_args):
            for job in ("ps", "worker") for i in range(len(spec[job]))]
   status = launcher.run(tasks, chief="worker:0", timeout=FLAGS.timeout_secs or None)
   if status:
-    raise common.UsageError(f"the job failed (exit status {status})")
+    raise common.UsageError(launcher.describe(status))
 
 
 if __name__ == "__main__":

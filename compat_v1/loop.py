@@ -18,6 +18,7 @@ from cifar10 import errors
 from cifar10 import input_pipeline as ip
 from cifar10 import progress
 from cifar10 import schedule
+from cifar10 import signals
 from cifar10.errors import UsageError
 from cifar10.hparams import DEFAULT
 from compat_v1 import restore
@@ -97,22 +98,27 @@ def run(config, device_config):
         logging.info("Initialized from %s at step %d", init_path, start)
     logger = progress.StepLogger(start, config.max_steps, config.batch_size * n,
                                  config.log_frequency)
-    for step in range(start, config.max_steps):
-      fetches = [g.train_op, g.loss]
-      if step % config.save_summaries_steps == 0:
-        fetches.append(g.summary_op)
-      try:
-        out = sess.run(fetches)
-      except tf.errors.InvalidArgumentError as e:
-        if "loss is not finite" not in str(e):
-          raise
-        raise errors.nan_loss(step, tf.train.latest_checkpoint(config.train_dir)) from None
-      if len(out) == 3:
-        writer.add_summary(out[2], step)
-      logger.after_step(step, lambda: out[1])
-      done = step + 1
-      if done % config.save_checkpoint_steps == 0 or done == config.max_steps:
-        saver.save(sess, prefix, global_step=done)
+    with signals.stop_on_sigterm() as stop_requested:
+      for step in range(start, config.max_steps):
+        fetches = [g.train_op, g.loss]
+        if step % config.save_summaries_steps == 0:
+          fetches.append(g.summary_op)
+        try:
+          out = sess.run(fetches)
+        except tf.errors.InvalidArgumentError as e:
+          if "loss is not finite" not in str(e):
+            raise
+          raise errors.nan_loss(step, tf.train.latest_checkpoint(config.train_dir)) from None
+        if len(out) == 3:
+          writer.add_summary(out[2], step)
+        logger.after_step(step, lambda: out[1])
+        done = step + 1
+        stopping = bool(stop_requested) and done < config.max_steps
+        if done % config.save_checkpoint_steps == 0 or done == config.max_steps or stopping:
+          path = saver.save(sess, prefix, global_step=done)
+        if stopping:
+          writer.close()
+          raise errors.stopped(done, path)
   writer.close()
   logging.info("Done: step %d, checkpoint %s", config.max_steps,
                tf.train.latest_checkpoint(config.train_dir))

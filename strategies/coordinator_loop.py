@@ -14,12 +14,15 @@ depend on timing and are never bit-equal to a synchronous run. Summaries (loss, 
 are written by the chief from the values its steps return.
 """
 
+import os
+
 from absl import logging
 import tensorflow as tf
 
 from cifar10 import errors
 from cifar10 import input_pipeline
 from cifar10 import progress
+from cifar10 import signals
 
 
 def run(config, strategy, trainer, manager, start, source):
@@ -42,35 +45,49 @@ def run(config, strategy, trainer, manager, start, source):
   writer = tf.summary.create_file_writer(config.train_dir)
   logger = progress.StepLogger(start, config.max_steps, config.batch_size,
                                config.log_frequency)
-  for step in range(start, config.max_steps):
-    result = coordinator.schedule(trainer.step_fn, args=(iterator,))
-    done = step + 1
-    due_log = done % config.log_frequency == 0 or done == config.max_steps
-    due_save = done % config.save_checkpoint_steps == 0 or done == config.max_steps
-    due_summary = step % config.save_summaries_steps == 0
-    if not (due_log or due_save or due_summary):
-      continue
-    try:
-      coordinator.join()
-      loss, lr = result.fetch()
-    except tf.errors.InvalidArgumentError as e:
-      if "loss is not finite" not in str(e):
-        raise
-      raise errors.nan_loss(step, tf.train.latest_checkpoint(config.train_dir)) from None
-    surplus = int(trainer.global_step.numpy()) - done
-    if surplus:
-      # Nothing is in flight after join(), so this write races with no step.
-      logging.warning("%d step(s) of a lost worker were applied and then run again; the "
-                      "global step counts each scheduled step once", surplus)
-      trainer.global_step.assign(done)
-    logger.after_step(step, lambda: loss)
-    if due_summary:
-      with writer.as_default():
-        tf.summary.scalar("loss", loss, step=step)
-        tf.summary.scalar("learning_rate", lr, step=step)
-    if due_save:
-      manager.save(checkpoint_number=done)
+  no_stop = tf.constant(0.0)  # the chief alone handles SIGTERM: it stops scheduling
+  with signals.stop_on_sigterm() as stop_requested:
+    for step in range(start, config.max_steps):
+      result = coordinator.schedule(trainer.step_fn, args=(iterator, no_stop))
+      done = step + 1
+      stopping = bool(stop_requested) and done < config.max_steps
+      _after_schedule(config, trainer, manager, coordinator, result, writer, logger, step,
+                      stopping)
+      if stopping:
+        writer.flush()
+        raise errors.stopped(done, os.path.join(config.train_dir, f"ckpt-{done}"))
   writer.flush()
   logging.info("Done: step %d, checkpoint %s", int(trainer.global_step.numpy()),
                tf.train.latest_checkpoint(config.train_dir))
   return int(trainer.global_step.numpy())
+
+
+def _after_schedule(config, trainer, manager, coordinator, result, writer, logger, step,
+                    stopping):
+  """Joins the workers when a log line, summary or checkpoint is due after `step`."""
+  done = step + 1
+  due_log = done % config.log_frequency == 0 or done == config.max_steps
+  due_save = done % config.save_checkpoint_steps == 0 or done == config.max_steps or stopping
+  due_summary = step % config.save_summaries_steps == 0
+  if not (due_log or due_save or due_summary):
+    return
+  try:
+    coordinator.join()
+    loss, lr, _ = result.fetch()
+  except tf.errors.InvalidArgumentError as e:
+    if "loss is not finite" not in str(e):
+      raise
+    raise errors.nan_loss(step, tf.train.latest_checkpoint(config.train_dir)) from None
+  surplus = int(trainer.global_step.numpy()) - done
+  if surplus:
+    # Nothing is in flight after join(), so this write races with no step.
+    logging.warning("%d step(s) of a lost worker were applied and then run again; the "
+                    "global step counts each scheduled step once", surplus)
+    trainer.global_step.assign(done)
+  logger.after_step(step, lambda: loss)
+  if due_summary:
+    with writer.as_default():
+      tf.summary.scalar("loss", loss, step=step)
+      tf.summary.scalar("learning_rate", lr, step=step)
+  if due_save:
+    manager.save(checkpoint_number=done)

@@ -46,7 +46,7 @@ def main(train_args):
     chief = "worker:0"
   status = launcher.run(tasks, chief=chief, timeout=FLAGS.timeout_secs or None)
   if status:
-    raise common.UsageError(f"the job failed (exit status {status})")
+    raise common.UsageError(launcher.describe(status))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ index is replaced atomically, so a run killed at any moment (SIGKILL included) r
 the last complete checkpoint.
 """
 
+import os
 import shutil
 import tempfile
 
@@ -22,6 +23,7 @@ from cifar10 import errors
 from cifar10 import input_pipeline
 from cifar10 import progress
 from cifar10 import schedule
+from cifar10 import signals
 from cifar10.errors import UsageError
 from strategies import coordinator_loop
 from strategies import distribute
@@ -118,18 +120,25 @@ def _train(config, strategy, save_dir, chief):
 
   logger = progress.StepLogger(start, config.max_steps, config.batch_size * n,
                                config.log_frequency)
-  with writer.as_default(), tf.summary.record_if(should_record):
+  with writer.as_default(), tf.summary.record_if(should_record), \
+      signals.stop_on_sigterm() as stop_requested:
     for step in range(start, config.max_steps):
       try:
-        loss, _ = trainer.train_step(iterator)
+        loss, _, stopping = trainer.train_step(iterator, bool(stop_requested))
       except tf.errors.InvalidArgumentError as e:
         if "loss is not finite" not in str(e):
           raise
         raise errors.nan_loss(step, tf.train.latest_checkpoint(config.train_dir)) from None
       logger.after_step(step, lambda: loss)
       done = step + 1
-      if done % config.save_checkpoint_steps == 0 or done == config.max_steps:
+      # Every worker sees the same `stopping` at the same step, so all of them take part in
+      # the (collective, under multi_worker_mirrored) save below.
+      stopping = bool(stopping) and done < config.max_steps
+      if done % config.save_checkpoint_steps == 0 or done == config.max_steps or stopping:
         manager.save(checkpoint_number=done)
+      if stopping:
+        writer.flush()
+        raise errors.stopped(done, os.path.join(config.train_dir, f"ckpt-{done}"))
   writer.flush()
   logging.info("Done: step %d, checkpoint %s", config.max_steps,
                tf.train.latest_checkpoint(config.train_dir))

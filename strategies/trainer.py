@@ -1,10 +1,12 @@
 """Training state and the synchronous step under any tf.distribute strategy.
 
 `Trainer(strategy, ...)` owns the model variables (initial values from the shared core), the
-global step and the EMA shadows; `train_step(iterator)` is one compiled step:
+global step and the EMA shadows; `train_step(iterator, stop_requested)` is one compiled step:
 
   1. each replica: forward on its slice of the global batch, loss = sum(CE) / global_batch +
-     weight_decay / num_replicas, gradients, SUM all-reduce (== the TF1 towers' average);
+     weight_decay / num_replicas, gradients, SUM all-reduce (== the TF1 towers' average).
+     The all-reduce also carries each replica's stop request (SIGTERM, see strategies.loop),
+     so every worker learns at the same step that one of them must stop: no extra collective;
   2. the loss is checked for NaN/Inf; every update below depends on that check, so a
      non-finite step raises before anything non-finite reaches a variable or a checkpoint;
   3. w -= lr * g with the shared schedule (the GradientDescentOptimizer kernel);
@@ -73,14 +75,18 @@ class Trainer:
   def lr(self):
     return schedule.learning_rate(self.global_step, self.decay_steps, self.hparams)
 
-  def _replica_gradients(self, images, labels):
+  def _replica_gradients(self, images, labels, *extra):
+    """Loss and gradients of one replica; the all-reduce sums the gradients and `extra`."""
     ctx = tf.distribute.get_replica_context()
     with tf.GradientTape() as tape:
       logits = model.inference(self.params, images, self.compute_dtype)
       loss = losses.replica_loss(logits, labels, self.params, self.global_batch_size,
                                  ctx.num_replicas_in_sync)
     grads = tape.gradient(loss, self.shards)
-    return loss, ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+    # identity: a copy on this replica's device (the input lives on the host, and the
+    # all-reduce takes its destinations from where its values are).
+    extra = [tf.identity(x) for x in extra]
+    return loss, ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads + extra)
 
   def gradients(self, images, labels):
     """(global loss, all-reduced gradients as per-replica values) for one distributed batch.
@@ -90,9 +96,11 @@ class Trainer:
     loss, grads = self.strategy.run(self._replica_gradients, args=(images, labels))
     return self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None), grads
 
-  def _step(self, iterator):
+  def _step(self, iterator, stop):
     images, labels = next(iterator)
-    loss, grads = self.gradients(images, labels)
+    loss, reduced = self.strategy.run(self._replica_gradients, args=(images, labels, stop))
+    loss = self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+    grads, stop = reduced[:-1], reduced[-1]
     loss = tf.debugging.check_numerics(loss, "loss is not finite")
     lr = self.lr()
     with tf.control_dependencies([loss]):
@@ -109,11 +117,16 @@ class Trainer:
         tf.summary.histogram(name + "/values", self.params[name], step=step)
         tf.summary.histogram(name + "/gradients",
                              self.strategy.experimental_local_results(grad)[0], step=step)
-    return loss, lr
+    # The reduced request is the same on every replica; > 0 if any replica anywhere asked.
+    return loss, lr, self.strategy.experimental_local_results(stop)[0] > 0
 
-  def train_step(self, iterator):
-    """One synchronous step; returns (global loss, learning rate used)."""
-    return self.step_fn(iterator)
+  def train_step(self, iterator, stop_requested=False):
+    """One synchronous step; returns (global loss, learning rate used, whether to stop).
+
+    `stop_requested` is this process's wish to stop after the step; the returned flag is
+    the wish of any process of the job, the same on all of them.
+    """
+    return self.step_fn(iterator, tf.constant(float(stop_requested)))
 
   def checkpoint(self):
     """Weights, EMA shadows and global step. Plain SGD has no slot state to save."""

@@ -1,7 +1,13 @@
-"""The local cluster launcher: prefixes, exit status, and no process left behind."""
+"""The local cluster launcher: prefixes, exit status, and no process left behind.
+
+Also: on SIGTERM the trainers get their grace period to save while their servers still run,
+and a SIGKILLed launcher takes every task with it.
+"""
 
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 
@@ -63,3 +69,67 @@ def test_cluster_spec_and_tf_config():
   assert len(set(ports)) == 3 and all(a.startswith("127.0.0.1:") for a in spec["worker"])
   config = json.loads(launcher.tf_config(spec, "worker", 1))
   assert config == {"cluster": spec, "task": {"type": "worker", "index": 1}}
+
+
+def _launch_in_subprocess(tasks_code):
+  """A launcher process of its own (so the test can signal it) running `tasks_code`'s tasks."""
+  code = ("import sys; from cifar10 import launcher; T = launcher.Task; "
+          f"sys.exit(launcher.run({tasks_code}, chief='worker:0', grace=5))")
+  root = os.path.dirname(os.path.dirname(os.path.abspath(launcher.__file__)))
+  return subprocess.Popen([sys.executable, "-c", code], cwd=root, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def _wait_for(path, proc):
+  deadline = time.time() + 30
+  while not os.path.exists(path) and time.time() < deadline:
+    assert proc.poll() is None, proc.stdout.read()
+    time.sleep(0.05)
+  assert os.path.exists(path)
+
+
+def test_sigterm_lets_workers_save_while_their_servers_still_run(tmp_path):
+  ps_pid, saved = tmp_path / "ps", tmp_path / "saved"
+  ps = f"import os, time; open({str(ps_pid)!r}, 'w').write(str(os.getpid())); time.sleep(600)"
+  # The worker "saves" on SIGTERM, which needs its ps: it records whether the ps was alive.
+  worker = ("import os, signal, sys, time\n"
+            "def save(*_):\n"
+            f"  pid = int(open({str(ps_pid)!r}).read())\n"
+            "  time.sleep(0.5)\n"
+            f"  open({str(saved)!r}, 'w').write(str(os.path.exists(f'/proc/{{pid}}')))\n"
+            "  sys.exit(42)\n"
+            "signal.signal(signal.SIGTERM, save)\n"
+            "print('training', flush=True)\n"
+            "time.sleep(600)\n")
+  tasks = (f"[T('worker', 0, [sys.executable, '-c', {worker!r}]), "
+           f"T('ps', 0, [sys.executable, '-c', {ps!r}], server=True)]")
+  proc = _launch_in_subprocess(tasks)
+  try:
+    _wait_for(ps_pid, proc)
+    time.sleep(1)  # the worker has installed its handler
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+  finally:
+    proc.kill()
+  assert proc.returncode == 130, out
+  assert "[launch] stopping the job: the tasks get 5 s to save and exit" in out
+  assert saved.read_text() == "True"
+  assert not _alive(int(ps_pid.read_text()))
+
+
+def test_a_sigkilled_launcher_takes_every_task_with_it(tmp_path):
+  pid_file = tmp_path / "pid"
+  worker = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); " \
+           "time.sleep(600)"
+  proc = _launch_in_subprocess(f"[T('worker', 0, [sys.executable, '-c', {worker!r}])]")
+  try:
+    _wait_for(pid_file, proc)
+    proc.kill()  # no cleanup possible: PR_SET_PDEATHSIG must do it
+    proc.wait(10)
+  finally:
+    proc.kill()
+  pid = int(pid_file.read_text())
+  deadline = time.time() + 10
+  while _alive(pid) and time.time() < deadline:
+    time.sleep(0.05)
+  assert not _alive(pid)

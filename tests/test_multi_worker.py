@@ -1,12 +1,13 @@
 """MultiWorkerMirroredStrategy on a local cluster of processes (127.0.0.1, free ports).
 
 2 workers x 1 replica compute the same run as MirroredStrategy with 2 replicas and as the
-v1 towers with 2 towers, bit for bit; a job killed mid-run and launched again continues from
-its last checkpoint; a worker that never comes up is an error after a bounded wait.
+v1 towers with 2 towers, bit for bit; a job stopped with SIGTERM saves at once, and launched
+again continues from there; a worker that never comes up is an error after a bounded wait.
 """
 
 import glob
 import json
+import re
 import signal
 import subprocess
 import time
@@ -47,7 +48,7 @@ def test_two_workers_equal_the_v1_towers_bit_for_bit(tmp_path):
   assert len(glob.glob(f"{mwms}/events.out.tfevents.*")) == 1
 
 
-def test_a_killed_job_launched_again_continues_from_its_last_checkpoint(tmp_path):
+def test_a_stopped_job_saves_and_launched_again_continues_from_there(tmp_path):
   def args(max_steps):
     return ["--workers=2", "--timeout_secs=240", "--", *FLAGS, f"--max_steps={max_steps}",
             "--save_checkpoint_steps=5", f"--train_dir={tmp_path}"]
@@ -57,17 +58,24 @@ def test_a_killed_job_launched_again_continues_from_its_last_checkpoint(tmp_path
     while not glob.glob(f"{tmp_path}/ckpt-5.index") and time.time() < deadline:
       assert proc.poll() is None, proc.stdout.read()[-3000:]
       time.sleep(0.1)
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(60) != 0
+    proc.send_signal(signal.SIGTERM)  # what a cluster manager sends before it kills
+    out, _ = proc.communicate(timeout=60)
   finally:
     proc.kill()
+  assert proc.returncode != 0
   assert _no_task_left(tmp_path)
-  killed_at = checkpoints.read(str(tmp_path)).global_step
-  assert 5 <= killed_at < 2000
-  result = helpers.run("strategies.launch", *args(killed_at + 5))
+  # Both workers learn of the request in the same all-reduce, so they stop after the same
+  # step and save together (the save is collective), between the periodic checkpoints.
+  stops = re.findall(r"\[worker:(\d)\] stopped: SIGTERM after step (\d+); saved (\S+);", out)
+  assert sorted(w for w, _, _ in stops) == ["0", "1"], out[-3000:]
+  (_, stopped_at, path), = set((0, s, p) for _, s, p in stops)
+  stopped_at = int(stopped_at)
+  assert path == f"{tmp_path}/ckpt-{stopped_at}" == tf.train.latest_checkpoint(str(tmp_path))
+  assert checkpoints.read(path).global_step == stopped_at
+  result = helpers.run("strategies.launch", *args(stopped_at + 5))
   assert result.returncode == 0, result.stdout[-3000:]
-  assert f"Resumed from {tmp_path}/ckpt-{killed_at} at step {killed_at}" in result.stdout
-  assert checkpoints.read(str(tmp_path)).global_step == killed_at + 5
+  assert f"Resumed from {path} at step {stopped_at}" in result.stdout
+  assert checkpoints.read(str(tmp_path)).global_step == stopped_at + 5
 
 
 def test_a_worker_that_never_comes_up_is_a_bounded_error(tmp_path):

@@ -1,4 +1,4 @@
-"""The binaries end to end, as a user runs them: train, resume, SIGKILL, NaN, eval.
+"""The binaries end to end, as a user runs them: train, resume, SIGKILL, SIGTERM, NaN, eval.
 
 One uninterrupted reference run is shared by the module; the other runs are compared with it
 bit for bit, which is what the determinism contract promises for a resumed run.
@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from cifar10 import checkpoints
 from cifar10 import input_pipeline as ip
 from cifar10 import model
 from tests import helpers
@@ -111,6 +112,39 @@ def test_sigkill_then_restart_finishes_with_the_uninterrupted_weights(reference,
   assert resumed.keys() == expected.keys()
   for key, value in expected.items():
     np.testing.assert_array_equal(resumed[key], value, err_msg=key)
+
+
+@pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
+def test_sigterm_saves_and_a_restart_finishes_with_the_uninterrupted_weights(
+    trainer, reference, tmp_path):
+  proc = helpers.start(trainer, *COMMON, f"--train_dir={tmp_path}", f"--max_steps={MAX_STEPS}")
+  try:
+    deadline = time.time() + 120
+    while not tf.io.gfile.glob(f"{tmp_path}/*ckpt-10.index") and time.time() < deadline:
+      assert proc.poll() is None, proc.stdout.read()[-3000:]
+      time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+  finally:
+    proc.kill()
+  assert proc.returncode == 42, out[-3000:]
+  last = out.strip().splitlines()[-1]
+  match = re.fullmatch(r"stopped: SIGTERM after step (\d+); saved (\S+); run the same command "
+                       r"again to continue", last)
+  assert match, last
+  stopped_at, path = int(match[1]), match[2]
+  assert 10 <= stopped_at < MAX_STEPS and path == tf.train.latest_checkpoint(str(tmp_path))
+  assert path.endswith(f"ckpt-{stopped_at}")
+  assert checkpoints.read(path).global_step == stopped_at
+  result = helpers.run(trainer, *COMMON, f"--train_dir={tmp_path}", f"--max_steps={MAX_STEPS}")
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert f"Resumed from {path} at step {stopped_at}" in result.stderr
+  resumed, expected = checkpoints.read(str(tmp_path)), checkpoints.read(reference[0])
+  assert resumed.global_step == expected.global_step == MAX_STEPS
+  for name in expected.weights:
+    np.testing.assert_array_equal(resumed.weights[name], expected.weights[name], err_msg=name)
+    np.testing.assert_array_equal(resumed.averages[name], expected.averages[name],
+                                  err_msg=name)
 
 
 def test_nan_loss_stops_with_one_line_and_saves_nothing_non_finite(tmp_path):
