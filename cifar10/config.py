@@ -24,7 +24,8 @@ def _non_negative(name, value):
     raise UsageError(f"--{name} must be >= 0, got {value}")
 
 
-def _dataset(dataset, data_dir):
+def check_dataset(dataset, data_dir):
+  """UsageError unless `dataset` is known and has the data_dir it needs."""
   if dataset not in DATASETS:
     raise UsageError(f"unknown --dataset {dataset!r}; choose from {', '.join(DATASETS)}")
   if dataset == "cifar10_bin" and not data_dir:
@@ -99,7 +100,7 @@ class TrainConfig:
     _non_negative("seed", self.seed)
     if not self.learning_rate > 0:
       raise UsageError(f"--learning_rate must be positive, got {self.learning_rate}")
-    _dataset(self.dataset, self.data_dir)
+    check_dataset(self.dataset, self.data_dir)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,4 +124,4 @@ class EvalConfig:
     for name in ("num_examples", "batch_size", "eval_interval_secs"):
       _positive(name, getattr(self, name))
     _non_negative("seed", self.seed)
-    _dataset(self.dataset, self.data_dir)
+    check_dataset(self.dataset, self.data_dir)
