@@ -126,6 +126,13 @@ def run_main(main, takes_args=False):
       sys.exit(errors.STOPPED_EXIT_STATUS)
     except KeyboardInterrupt:
       _fail("interrupted", status=130)
+    except Exception as e:  # pylint: disable=broad-except
+      # Only TensorFlow's placement failures (soft placement off) become one line; the class
+      # is matched by name so that bad flags never wait for TensorFlow to import.
+      error = errors.placement(str(e)) if type(e).__name__ == "InvalidArgumentError" else None
+      if error is None:
+        raise
+      _fail(str(error))
 
   return wrapped
 

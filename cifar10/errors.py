@@ -6,7 +6,15 @@ STOPPED_EXIT_STATUS, 42, TensorFlow's own restart code for PreemptionCheckpointH
 cluster manager can tell "restart me" from a failure).
 """
 
+import re
+
 STOPPED_EXIT_STATUS = 42
+
+# TensorFlow's words for "this op cannot go where it was asked" (eager, tf.function, Session).
+_PLACEMENT = (r"Could not satisfy device specification '(?P<device>[^']+)'",
+              r"Unable to find any devices for spec (?P<device>\S+)",
+              r"Cannot assign a device for operation (?P<op>[^:]+):.*?explicitly assigned to "
+              r"(?P<device>\S+)")
 
 
 class UsageError(Exception):
@@ -31,3 +39,21 @@ class Stopped(Exception):
 def stopped(step, path):
   return Stopped(f"SIGTERM after step {step}; saved {path}; run the same command again to "
                  "continue")
+
+
+def placement(message):
+  """The UsageError for TensorFlow's placement failure `message`, or None if it is not one.
+
+  With soft placement off, an op pinned to a device that does not exist (a GPU on a machine
+  without one) or that has no kernel for it (the TF1 guides' int32 variable on a GPU) fails
+  with a long graph dump; this says what happened and what to do in one line.
+  """
+  for pattern in _PLACEMENT:
+    match = re.search(pattern, message, re.DOTALL)
+    if match:
+      op = match.groupdict().get("op")
+      what = f"op {op}" if op else "an op"
+      return UsageError(f"{what} cannot run on {match['device']}: no such device here, or no "
+                        "kernel for it there, and --allow_soft_placement is off; turn it on to "
+                        "let TensorFlow fall back to another device (the CPU)")
+  return None

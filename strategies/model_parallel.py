@@ -1,0 +1,52 @@
+"""Trains the two-branch model of strategies.two_branch: one model split over two devices.
+
+  python -m strategies.model_parallel --num_gpus=2 --dataset=synthetic --steps=100 \
+      [--log_device_placement]
+
+Branch 0 runs on the first device, branch 1 on the second (GPUs, or logical CPU devices on a
+machine without GPUs), the head and the weights on the host CPU. With --log_device_placement
+TensorFlow logs the device of every op (`branch_1/...: (Conv2D): .../device:GPU:1`).
+"""
+
+from absl import flags
+from absl import logging
+
+import cifar10_flags as common
+
+common.define_data_flags()
+common.define_device_flags()
+flags.DEFINE_integer("steps", 100, "Training steps.")
+flags.DEFINE_integer("batch_size", 32, "Images per step (both branches see all of them).")
+flags.DEFINE_float("learning_rate", 0.05, "SGD learning rate.")
+flags.DEFINE_integer("log_frequency", 10, "Log the loss every this many steps.")
+FLAGS = flags.FLAGS
+
+
+def main():
+  devices_config = common.device_config(FLAGS)
+  if devices_config.num_gpus != 2:
+    raise common.UsageError(f"the two-branch model runs on 2 devices; got --num_gpus="
+                            f"{devices_config.num_gpus}")
+  if FLAGS.steps < 1 or FLAGS.batch_size < 1 or FLAGS.log_frequency < 1:
+    raise common.UsageError("--steps, --batch_size and --log_frequency must be positive")
+  if not FLAGS.learning_rate > 0:
+    raise common.UsageError(f"--learning_rate must be positive, got {FLAGS.learning_rate}")
+  common.config.check_dataset(FLAGS.dataset, FLAGS.data_dir)
+  from cifar10 import devices  # pylint: disable=g-import-not-at-top
+  from cifar10 import input_pipeline  # pylint: disable=g-import-not-at-top
+  from strategies import two_branch  # pylint: disable=g-import-not-at-top
+  branch_devices = devices.setup(devices_config)
+  net = two_branch.TwoBranchModel(branch_devices, "/cpu:0", FLAGS.seed, FLAGS.learning_rate)
+  logging.info("Branches on %s, head and weights on /cpu:0", branch_devices)
+  source = input_pipeline.load_source(FLAGS.dataset, "train", seed=FLAGS.seed,
+                                      data_dir=FLAGS.data_dir, download=FLAGS.download)
+  stream = iter(input_pipeline.train_dataset(source, seed=FLAGS.seed,
+                                             global_batch_size=FLAGS.batch_size))
+  for step in range(FLAGS.steps):
+    loss = net.train_step(*next(stream))
+    if step % FLAGS.log_frequency == 0 or step == FLAGS.steps - 1:
+      logging.info("step %d, loss = %.3f", step, float(loss))
+
+
+if __name__ == "__main__":
+  common.app_run(main)

@@ -1,0 +1,182 @@
+"""Where ops run, read from TensorFlow's placement log, and what the device flags do.
+
+--log_device_placement of both trainers shows each replica/tower's ops on its own device; the
+two-branch model (device parallelism) really runs each branch on its device and the head on
+the host; soft placement moves an op with nowhere to go (an int32 variable on an absent GPU)
+to the CPU, and without it the binaries say so in one line; the memory flags reach every
+visible GPU (GPUs faked: this machine has none).
+"""
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from cifar10 import config
+from cifar10 import devices
+from cifar10 import errors
+from cifar10 import model
+from compat_v1 import session
+from strategies import two_branch
+from tests import helpers
+
+PLACED = re.compile(r"^(\S+): \((\w+)\): /job:localhost/replica:0/task:0/device:(\w+:\d+)$",
+                    re.MULTILINE)
+
+
+def _placements(log, op_type):
+  return [(name, device) for name, kind, device in PLACED.findall(log) if kind == op_type]
+
+
+@pytest.mark.parametrize("trainer,prefix", [("strategies.train", "replica_"),
+                                            ("compat_v1.train", "tower_")])
+def test_log_device_placement_shows_each_replica_on_its_device(trainer, prefix, tmp_path):
+  result = helpers.run(trainer, "--num_gpus=2", "--max_steps=1", "--log_device_placement",
+                       "--dataset=synthetic", "--batch_size=4", f"--train_dir={tmp_path}")
+  assert result.returncode == 0, result.stderr[-3000:]
+  convs = _placements(result.stdout, "Conv2D")  # TF prints the placements to stdout
+  # Two conv layers per replica; replica/tower 1's are named after it and run on CPU:1.
+  on_1 = sorted(name for name, device in convs if device == "CPU:1")
+  assert on_1 == [f"{prefix}1/Conv2D", f"{prefix}1/Conv2D_1"], convs
+  assert sum(device == "CPU:0" for _, device in convs) == 2, convs
+
+
+def test_two_branches_run_on_their_devices_and_learn(tmp_path):
+  result = helpers.run("strategies.model_parallel", "--num_gpus=2", "--dataset=synthetic",
+                       "--steps=40", "--learning_rate=0.1", "--log_device_placement",
+                       "--log_frequency=39")
+  assert result.returncode == 0, result.stderr[-3000:]
+  placed = [(name.split("/")[0], kind, device)
+            for name, kind, device in PLACED.findall(result.stdout)
+            if kind in ("Conv2D", "MatMul", "Relu")]
+  branch_0 = {d for scope, _, d in placed if scope == "branch_0"}
+  branch_1 = {d for scope, _, d in placed if scope == "branch_1"}
+  head = {d for scope, kind, d in placed if scope == "head" and kind == "MatMul"}
+  assert (branch_0, branch_1, head) == ({"CPU:0"}, {"CPU:1"}, {"CPU:0"}), placed
+  assert {k for s, k, _ in placed if s == "branch_1"} == {"Conv2D", "MatMul", "Relu"}
+  losses = [float(x) for x in re.findall(r"step \d+, loss = (\d+\.\d+)", result.stderr)]
+  # Measured: 2.303 -> 1.859 (seed 0); chance level is ln(10) = 2.303.
+  assert len(losses) == 2 and losses[0] == pytest.approx(2.303, abs=0.01), losses
+  assert losses[1] < 2.1, losses
+
+
+def test_two_branch_logits_are_the_one_device_computation():
+  images = tf.random.stateless_uniform([4, 24, 24, 3], seed=[1, 2])
+  split = two_branch.TwoBranchModel(["/cpu:0", "/cpu:1"], "/cpu:0", seed=3)
+  logits = split.logits(images).numpy()
+  params = {n: tf.constant(v) for n, v in model.initial_values(3).items()}
+  with tf.device("/cpu:0"):
+    both = tf.concat([model.inference(params, images),
+                      model.inference(params, tf.image.flip_left_right(images))], axis=1)
+    expected = tf.matmul(both, split.head).numpy()
+  np.testing.assert_array_equal(logits, expected)
+
+
+_TF2_INT32_ON_GPU = """
+import sys
+from cifar10 import config, devices, errors
+import tensorflow as tf
+devices.setup(config.DeviceConfig(soft_placement=sys.argv[1] == "on"))
+try:
+  with tf.device("/gpu:0"):
+    counter = tf.Variable(0, dtype=tf.int32)
+    counter.assign_add(1)
+  print(counter.device, int(counter.numpy()))
+except tf.errors.InvalidArgumentError as e:
+  print(errors.placement(str(e)))
+"""
+
+
+@pytest.mark.parametrize("soft", ["on", "off"])
+def test_tf2_soft_placement_moves_an_int32_variable_off_an_absent_gpu(soft):
+  out = subprocess.run([sys.executable, "-c", _TF2_INT32_ON_GPU, soft], capture_output=True,
+                       text=True, timeout=120, env=helpers.env(), cwd=helpers.REPO,
+                       check=True).stdout.strip()
+  if soft == "on":
+    assert out == "/job:localhost/replica:0/task:0/device:CPU:0 1"
+  else:
+    assert out == ("an op cannot run on /job:localhost/replica:0/task:0/device:GPU:0: no such "
+                   "device here, or no kernel for it there, and --allow_soft_placement is off; "
+                   "turn it on to let TensorFlow fall back to another device (the CPU)")
+
+
+@pytest.mark.parametrize("soft", [True, False])
+def test_v1_soft_placement_moves_an_int32_variable_off_an_absent_gpu(soft):
+  _, proto = session.setup(config.DeviceConfig(soft_placement=soft))
+  v1 = tf.compat.v1
+  with tf.Graph().as_default():
+    with v1.device("/gpu:0"):
+      counter = v1.get_variable("counter", [], tf.int32, initializer=v1.zeros_initializer())
+      step = counter.assign_add(1)
+    with v1.Session(config=proto) as sess:
+      if soft:
+        sess.run(v1.global_variables_initializer())
+        assert sess.run(step) == 1
+        assert sess.run(counter.read_value()) == 1
+      else:
+        with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+          sess.run(v1.global_variables_initializer())
+        assert str(errors.placement(str(raised.value))).startswith(
+            "op counter/")
+
+
+class _FakeTF:
+  """Records the tf.config calls of devices.setup on a machine with `gpus` fake GPUs."""
+
+  def __init__(self, monkeypatch, gpus):
+    self.gpus = [tf.config.PhysicalDevice(f"/physical_device:GPU:{i}", "GPU")
+                 for i in range(gpus)]
+    self.calls = []
+    cfg = tf.config
+    monkeypatch.setattr(cfg, "list_physical_devices",
+                        lambda kind=None: self.gpus if kind == "GPU" else [])
+    for name in ("set_visible_devices", "set_logical_device_configuration",
+                 "set_soft_device_placement"):
+      monkeypatch.setattr(cfg, name, self._recorder(name))
+    monkeypatch.setattr(cfg.experimental, "set_memory_growth", self._recorder("growth"))
+    monkeypatch.setattr(tf.debugging, "set_log_device_placement", self._recorder("log"))
+    for name in ("set_intra_op_parallelism_threads", "set_inter_op_parallelism_threads"):
+      monkeypatch.setattr(cfg.threading, name, self._recorder(name))
+    monkeypatch.setattr(devices, "total_gpu_memory_mb", lambda: 16000)
+
+  def _recorder(self, name):
+    return lambda *args: self.calls.append((name,) + args)
+
+  def of(self, name):
+    return [c[1:] for c in self.calls if c[0] == name]
+
+
+def test_tf2_memory_settings_reach_every_visible_gpu(monkeypatch):
+  fake = _FakeTF(monkeypatch, gpus=3)
+  names = devices.setup(config.DeviceConfig(num_gpus=2, visible_gpus="0,2",
+                                            memory_fraction=0.5, allow_growth=False))
+  assert names == ["/gpu:0", "/gpu:1"]
+  g0, _, g2 = fake.gpus
+  assert fake.of("set_visible_devices") == [([g0, g2], "GPU")]
+  # per_process_gpu_memory_fraction=0.5 of a 16000 MiB GPU -> a limit of 8000 MiB on each.
+  limits = [(gpu, [c.memory_limit for c in configs])
+            for gpu, configs in fake.of("set_logical_device_configuration")]
+  assert limits == [(g0, [8000]), (g2, [8000])]
+  assert fake.of("growth") == []
+  assert fake.of("set_soft_device_placement") == [(True,)]
+
+  fake.calls.clear()
+  devices.setup(config.DeviceConfig(num_gpus=2, allow_growth=True, memory_limit_mb=3000))
+  assert fake.of("growth") == [(g, True) for g in fake.gpus]
+  assert [gpu for gpu, _ in fake.of("set_logical_device_configuration")] == fake.gpus
+
+
+def test_v1_memory_settings_reach_every_visible_gpu(monkeypatch):
+  _FakeTF(monkeypatch, gpus=3)
+  names, proto = session.setup(config.DeviceConfig(num_gpus=2, visible_gpus="0,2",
+                                                   memory_fraction=0.5, allow_growth=True))
+  assert names == ["/gpu:0", "/gpu:1"]
+  assert proto.gpu_options.visible_device_list == "0,2"
+  assert proto.gpu_options.per_process_gpu_memory_fraction == 0.5  # a fraction of each GPU
+  assert proto.gpu_options.allow_growth
+  _, proto = session.setup(config.DeviceConfig(num_gpus=3, memory_limit_mb=3000))
+  assert [list(d.memory_limit_mb) for d in proto.gpu_options.experimental.virtual_devices] == [
+      [3000], [3000], [3000]]
