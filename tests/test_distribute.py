@@ -83,3 +83,16 @@ def test_one_device_strategy_refuses_more_than_one_device():
     distribute.get_strategy("one_device", _devices(2))
   with pytest.raises(UsageError, match="unknown --strategy 'tpu'"):
     distribute.get_strategy("tpu", _devices(1))
+
+
+def test_a_stop_request_reaches_every_replica_through_the_step_all_reduce():
+  # The SIGTERM path of strategies.loop: one process's request, summed with the gradients,
+  # comes back true from the step, so every replica (and worker) stops after the same step.
+  strategy = distribute.get_strategy("mirrored", _devices(2))
+  trainer = Trainer(strategy, seed=9, global_batch_size=GLOBAL_BATCH, decay_steps=100)
+  stream = ip.train_dataset(ip.synthetic_source(9), seed=9, global_batch_size=GLOBAL_BATCH)
+  iterator = iter(strategy.experimental_distribute_dataset(stream))
+  flags = [bool(trainer.train_step(iterator, stop_requested=request)[2])
+           for request in (False, True, False)]
+  assert flags == [False, True, False]
+  assert int(trainer.global_step.numpy()) == 3  # the requesting step itself is completed

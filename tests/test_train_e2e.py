@@ -114,9 +114,10 @@ def test_sigkill_then_restart_finishes_with_the_uninterrupted_weights(reference,
     np.testing.assert_array_equal(resumed[key], value, err_msg=key)
 
 
-@pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
-def test_sigterm_saves_and_a_restart_finishes_with_the_uninterrupted_weights(
-    trainer, reference, tmp_path):
+def test_sigterm_saves_and_a_restart_finishes_with_the_uninterrupted_weights(reference, tmp_path):
+  # The v1 trainer against the TF2 reference: the stop and the resume lose nothing, across
+  # trainers. TF2's own SIGTERM path runs in tests/test_multi_worker.py (the same loop).
+  trainer = "compat_v1.train"
   proc = helpers.start(trainer, *COMMON, f"--train_dir={tmp_path}", f"--max_steps={MAX_STEPS}")
   try:
     deadline = time.time() + 120
