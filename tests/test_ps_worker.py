@@ -3,14 +3,19 @@ and a worker restarted mid-run.
 
 Neither is step-equal to the towers (see compat_v1/cluster.py); what each guarantees is
 tested: the job ends cleanly with every process gone, the chief's final checkpoint holds
-trained, finite weights, and the global step is exact with --sync_replicas. Asynchronous
+trained, finite weights, and the global step is exact with --sync_replicas; and, on a model
+small enough to audit, that every SyncReplicas update averages exactly N gradients computed
+at the weights it replaces, dropping the others. Asynchronous
 workers overshoot: each checks the stop condition only after its own step, and a step in
 flight on any worker can land before the chief's final save (measured 30, 31 and 32 for
 --max_steps=30 with 2 workers), so the bound is max_steps + workers.
 """
 
+import itertools
+import json
 import re
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -104,3 +109,38 @@ def test_a_restarted_worker_rejoins(tmp_path):
 def _has_checkpoint(train_dir):
   # The chief saves model.ckpt-0 as soon as the session exists.
   return bool(list(train_dir.glob("model.ckpt-*.index")))
+
+
+def test_each_sync_replicas_update_averages_exactly_n_fresh_gradients():
+  """What SyncReplicasOptimizer guarantees, audited update by update (tests.sync_replicas_job).
+
+  At learning rate 1 an update averaging gradients w_k - x_a and w_k - x_b lands on
+  (x_a + x_b) / 2, exactly in float32 for these integers, so the weights name the gradients
+  each update used. Every update must be the average of exactly two gradients computed at the
+  weights it replaced; every other gradient (stale, or one too many) must have been dropped.
+  """
+  updates = 10
+  result = subprocess.run([sys.executable, "-m", "tests.sync_replicas_job", str(updates)],
+                          capture_output=True, text=True, timeout=150, env=helpers.env(),
+                          cwd=helpers.REPO)
+  assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+  job = json.loads(result.stdout.strip().splitlines()[-1])
+  assert job["global_step"] == updates
+  weights = [0.5]  # the initial value, then each update's result in order
+  for _, seen, _ in job["records"]:
+    if seen != weights[-1]:
+      weights.append(seen)
+  if weights[-1] != job["w"]:
+    weights.append(job["w"])
+  assert len(weights) == updates + 1, weights
+  used = 0
+  for before, after in zip(weights, weights[1:]):
+    xs = [x for _, seen, x in job["records"] if seen == before]
+    pairs = [(a, b) for a, b in itertools.combinations(xs, 2) if (a + b) / 2 == after]
+    assert len(pairs) == 1, (before, after, xs)
+    assert not any(x == after for x in xs)  # not a single gradient
+    assert not any(sum(t) / 3 == after for t in itertools.combinations(xs, 3))
+    used += 2
+  # The rest were computed but never applied: stale (an old local step), or surplus.
+  dropped = len(job["records"]) - used - sum(seen == job["w"] for _, seen, _ in job["records"])
+  assert dropped >= 0
