@@ -76,6 +76,22 @@ def train_config(values):
       max_checkpoints_to_keep=values.max_checkpoints_to_keep, init_from=values.init_from)
 
 
+def define_example_flags(steps, batch_help):
+  """Data and device flags plus --steps and --batch_size, for the short example binaries."""
+  define_data_flags()
+  define_device_flags()
+  flags.DEFINE_integer("steps", steps, "Training steps.")
+  flags.DEFINE_integer("batch_size", 32, batch_help)
+
+
+def example_configs(values):
+  """(DeviceConfig, validated) for define_example_flags; UsageError on a bad value."""
+  if values.steps < 1 or values.batch_size < 1:
+    raise UsageError("--steps and --batch_size must be positive integers")
+  config.check_dataset(values.dataset, values.data_dir)
+  return device_config(values)
+
+
 def define_eval_flags():
   """The flags of the original cifar10_eval.py."""
   flags.DEFINE_string("eval_dir", "/tmp/cifar10_eval", "Where the eval summaries go.")

@@ -14,19 +14,15 @@ from absl import logging
 
 import cifar10_flags as common
 
-common.define_data_flags()
-common.define_device_flags()
-flags.DEFINE_integer("steps", 50, "Training steps.")
-flags.DEFINE_integer("batch_size", 32, "Images per replica per step.")
+common.define_example_flags(steps=50, batch_help="Images per replica per step.")
 flags.DEFINE_float("vehicle_weight", 0.5, "Loss weight of the vehicle output.")
 FLAGS = flags.FLAGS
 
 
 def main():
-  devices_config = common.device_config(FLAGS)
-  if FLAGS.steps < 1 or FLAGS.batch_size < 1 or FLAGS.vehicle_weight < 0:
-    raise common.UsageError("--steps and --batch_size must be positive, --vehicle_weight >= 0")
-  common.config.check_dataset(FLAGS.dataset, FLAGS.data_dir)
+  devices_config = common.example_configs(FLAGS)
+  if FLAGS.vehicle_weight < 0:
+    raise common.UsageError(f"--vehicle_weight must be >= 0, got {FLAGS.vehicle_weight}")
   from cifar10 import devices  # pylint: disable=g-import-not-at-top
   from cifar10 import input_pipeline  # pylint: disable=g-import-not-at-top
   from strategies import distribute  # pylint: disable=g-import-not-at-top

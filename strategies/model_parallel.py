@@ -13,25 +13,20 @@ from absl import logging
 
 import cifar10_flags as common
 
-common.define_data_flags()
-common.define_device_flags()
-flags.DEFINE_integer("steps", 100, "Training steps.")
-flags.DEFINE_integer("batch_size", 32, "Images per step (both branches see all of them).")
+common.define_example_flags(steps=100, batch_help="Images per step (both branches see all "
+                            "of them).")
 flags.DEFINE_float("learning_rate", 0.05, "SGD learning rate.")
 flags.DEFINE_integer("log_frequency", 10, "Log the loss every this many steps.")
 FLAGS = flags.FLAGS
 
 
 def main():
-  devices_config = common.device_config(FLAGS)
+  devices_config = common.example_configs(FLAGS)
   if devices_config.num_gpus != 2:
     raise common.UsageError(f"the two-branch model runs on 2 devices; got --num_gpus="
                             f"{devices_config.num_gpus}")
-  if FLAGS.steps < 1 or FLAGS.batch_size < 1 or FLAGS.log_frequency < 1:
-    raise common.UsageError("--steps, --batch_size and --log_frequency must be positive")
-  if not FLAGS.learning_rate > 0:
-    raise common.UsageError(f"--learning_rate must be positive, got {FLAGS.learning_rate}")
-  common.config.check_dataset(FLAGS.dataset, FLAGS.data_dir)
+  if FLAGS.log_frequency < 1 or not FLAGS.learning_rate > 0:
+    raise common.UsageError("--log_frequency and --learning_rate must be positive")
   from cifar10 import devices  # pylint: disable=g-import-not-at-top
   from cifar10 import input_pipeline  # pylint: disable=g-import-not-at-top
   from strategies import two_branch  # pylint: disable=g-import-not-at-top

@@ -115,3 +115,14 @@ def test_unknown_and_malformed_flags_are_one_line(binary):
   _check(helpers.run(binary, "--bogus=1"), "Unknown command line flag 'bogus'")
   _check(helpers.run(binary, "--batch_size=abc" if "launch" not in binary else "--workers=x"),
          "flag --")
+
+
+@pytest.mark.parametrize("binary,flag,expected", [
+    ("strategies.model_parallel", "--num_gpus=3",
+     "the two-branch model runs on 2 devices; got --num_gpus=3"),
+    ("strategies.model_parallel", "--steps=0", "--steps and --batch_size must be positive"),
+    ("strategies.keras_two_outputs", "--vehicle_weight=-1", "--vehicle_weight must be >= 0"),
+    ("strategies.keras_fit", "--init_from=/tmp", "--init_from is not supported by keras_fit"),
+])
+def test_example_binaries_refuse_bad_flags_in_one_line(binary, flag, expected):
+  _check(helpers.run(binary, "--dataset=synthetic", flag), expected)
