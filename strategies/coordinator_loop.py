@@ -10,8 +10,9 @@ every join (before each log line and checkpoint) it sets the global step to that
 logs any surplus update. Each worker reads its own shard of the shared stream (worker k of
 K: rows k*G/K .. of each G = K * batch_size). Updates are asynchronous: every worker applies
 its gradient to the variables on the ps tasks when it is done, so runs with several workers
-depend on timing and are never bit-equal to a synchronous run. Summaries (loss, learning rate)
-are written by the chief from the values its steps return.
+depend on timing and are never bit-equal to a synchronous run. Summaries (loss, learning rate,
+weight histograms) are written by the chief from the values its steps return and the
+variables on the ps tasks.
 """
 
 import os
@@ -89,5 +90,9 @@ def _after_schedule(config, trainer, manager, coordinator, result, writer, logge
     with writer.as_default():
       tf.summary.scalar("loss", loss, step=step)
       tf.summary.scalar("learning_rate", lr, step=step)
+      # The weights are read from the ps tasks (shards joined); the gradients stay on the
+      # workers, so unlike the synchronous strategies there are no gradient histograms.
+      for name, variable in trainer.params.items():
+        tf.summary.histogram(name + "/values", tf.convert_to_tensor(variable), step=step)
   if due_save:
     manager.save(checkpoint_number=done)

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from cifar10 import checkpoints
 from tests import helpers
@@ -41,6 +42,16 @@ def _worker_pid(index):
   return None
 
 
+def _summaries(train_dir):
+  """{tag: (step, value)}: scalars, and histograms as TF2 stores them ([bucket, 3] tensors)."""
+  out = {}
+  for path in glob.glob(f"{train_dir}/events.out.tfevents.*"):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for v in event.summary.value:
+        out[v.tag] = (event.step, tf.make_ndarray(v.tensor))
+  return out
+
+
 def test_one_worker_follows_the_one_device_run_with_partitioned_weights(tmp_path):
   # 128 KiB: the conv2 (400 KiB), local3 (3.4 MiB) and local4 (288 KiB) weights split in two.
   proc = _pss(tmp_path / "pss", 1, "--max_steps=12", "--ps_partition_min_bytes=131072", ps=2)
@@ -54,6 +65,13 @@ def test_one_worker_follows_the_one_device_run_with_partitioned_weights(tmp_path
                        f"--train_dir={tmp_path / 'one'}")
   assert result.returncode == 0, result.stderr[-3000:]
   a, b = checkpoints.read(str(tmp_path / "pss")), checkpoints.read(str(tmp_path / "one"))
+  # The coordinator's summaries: loss, learning rate and weight histograms, as one_device's.
+  pss, one = _summaries(tmp_path / "pss"), _summaries(tmp_path / "one")
+  assert {t for t in pss if not t.endswith("/gradients")} == set(pss)
+  assert {"loss", "learning_rate", "local3/weights/values"} <= set(pss)
+  for tag, (step, value) in pss.items():
+    assert step == one[tag][0] == 0, tag
+    np.testing.assert_array_equal(value, one[tag][1], err_msg=tag)
   assert a.global_step == b.global_step == 12
   for name in a.weights:
     np.testing.assert_array_equal(a.weights[name], b.weights[name], err_msg=name)
