@@ -74,6 +74,22 @@ class _KeepNewest(keras.callbacks.Callback):
       os.remove(path)
 
 
+class _TensorBoard(keras.callbacks.TensorBoard):
+  """Keras's TensorBoard callback, with batch summaries numbered from the restored step.
+
+  Keras counts batches from 0 in every process, so a resumed run would write its losses over
+  the first run's steps; this starts the count at the optimizer's restored step count.
+  """
+
+  def __init__(self, start_step, **kwargs):
+    super().__init__(**kwargs)
+    self.start_step = start_step
+
+  def on_train_begin(self, logs=None):
+    super().on_train_begin(logs)
+    self._global_train_batch = self.start_step  # pylint: disable=protected-access
+
+
 def fit(config, devices):
   """Trains with model.fit; returns the final step count."""
   strategy = distribute.get_strategy("mirrored", devices)
@@ -103,8 +119,7 @@ def fit(config, devices):
       keras.callbacks.ModelCheckpoint(os.path.join(config.train_dir, PATTERN),
                                       save_weights_only=True),
       _KeepNewest(config.train_dir, config.max_checkpoints_to_keep),
-      keras.callbacks.TensorBoard(log_dir=config.train_dir,
-                                  update_freq=config.save_summaries_steps),
+      _TensorBoard(start, log_dir=config.train_dir, update_freq=config.save_summaries_steps),
   ]
   net.fit(dataset, initial_epoch=start // every, epochs=config.max_steps // every,
           steps_per_epoch=every, callbacks=callbacks, verbose=1, shuffle=False)

@@ -56,7 +56,8 @@ def test_two_outputs_keep_their_names_losses_and_weights():
 @pytest.mark.slow
 def test_the_binary_resumes_and_matches_strategies_train(tmp_path):
   common = ("--num_gpus=2", "--dataset=synthetic", "--seed=4", "--batch_size=8",
-            "--save_checkpoint_steps=10", "--max_checkpoints_to_keep=2")
+            "--save_checkpoint_steps=10", "--max_checkpoints_to_keep=2",
+            "--save_summaries_steps=5")
   first = helpers.run("strategies.keras_fit", *common, "--max_steps=20",
                       f"--train_dir={tmp_path / 'keras'}")
   assert first.returncode == 0, first.stderr[-3000:]
@@ -66,6 +67,11 @@ def test_the_binary_resumes_and_matches_strategies_train(tmp_path):
   assert f"Resumed from {tmp_path}/keras/keras-0002.weights.h5 at step 20" in second.stderr
   assert sorted(p.name for p in (tmp_path / "keras").glob("*.h5")) == [
       "keras-0002.weights.h5", "keras-0003.weights.h5"]
+  # The TensorBoard callback: the loss every --save_summaries_steps steps, in both runs.
+  steps = sorted(event.step for path in (tmp_path / "keras").glob("train/events.out.*")
+                 for event in tf.compat.v1.train.summary_iterator(str(path))
+                 for value in event.summary.value if value.tag == "batch_loss")
+  assert steps == [5, 10, 15, 20, 25, 30]  # the resumed run goes on from step 20
   # The custom loop of strategies.train, in-process: the same 30 steps without a restart.
   loop = runs.tf2_train(n=2, seed=4, steps=30, per_replica_batch=8,
                         decay_steps=schedule.decay_steps(8, 2, False))
