@@ -6,11 +6,11 @@ from cifar10 import config
 from strategies import evaluator
 from strategies import loop
 
-STEPS = 200
+STEPS = 100
 
 
 @pytest.mark.slow
-def test_synthetic_precision_after_200_steps(tmp_path):
+def test_synthetic_precision_after_100_steps(tmp_path):
   train = config.TrainConfig(train_dir=str(tmp_path / "train"), max_steps=STEPS, batch_size=32,
                              seed=5, dataset="synthetic", save_checkpoint_steps=STEPS)
   assert loop.run(train, ["/cpu:0"], "one_device") == STEPS
@@ -18,5 +18,6 @@ def test_synthetic_precision_after_200_steps(tmp_path):
       checkpoint_dir=train.train_dir, eval_dir=str(tmp_path / "eval"), run_once=True,
       num_examples=2048, dataset="synthetic", seed=5))
   assert step == STEPS
-  # Measured: 1.000 (EMA weights, 2048 test examples; 0.873 after 40 steps); chance 0.10.
+  # Measured: 1.000 after 100 and after 200 steps (EMA weights, 2048 test examples; 0.873
+  # after 40 steps); chance 0.10.
   assert precision >= 0.95

@@ -1,6 +1,6 @@
 """Where ops run, read from TensorFlow's placement log, and what the device flags do.
 
---log_device_placement of both trainers shows each replica/tower's ops on its own device; the
+(--log_device_placement of both trainers is checked in test_cross_binaries, on its runs.) The
 two-branch model (device parallelism) really runs each branch on its device and the head on
 the host; soft placement moves an op with nowhere to go (an int32 variable on an absent GPU)
 to the CPU, and without it the binaries say so in one line; the memory flags reach every
@@ -25,23 +25,6 @@ from tests import helpers
 
 PLACED = re.compile(r"^(\S+): \((\w+)\): /job:localhost/replica:0/task:0/device:(\w+:\d+)$",
                     re.MULTILINE)
-
-
-def _placements(log, op_type):
-  return [(name, device) for name, kind, device in PLACED.findall(log) if kind == op_type]
-
-
-@pytest.mark.parametrize("trainer,prefix", [("strategies.train", "replica_"),
-                                            ("compat_v1.train", "tower_")])
-def test_log_device_placement_shows_each_replica_on_its_device(trainer, prefix, tmp_path):
-  result = helpers.run(trainer, "--num_gpus=2", "--max_steps=1", "--log_device_placement",
-                       "--dataset=synthetic", "--batch_size=4", f"--train_dir={tmp_path}")
-  assert result.returncode == 0, result.stderr[-3000:]
-  convs = _placements(result.stdout, "Conv2D")  # TF prints the placements to stdout
-  # Two conv layers per replica; replica/tower 1's are named after it and run on CPU:1.
-  on_1 = sorted(name for name, device in convs if device == "CPU:1")
-  assert on_1 == [f"{prefix}1/Conv2D", f"{prefix}1/Conv2D_1"], convs
-  assert sum(device == "CPU:0" for _, device in convs) == 2, convs
 
 
 def test_two_branches_run_on_their_devices_and_learn(tmp_path):
