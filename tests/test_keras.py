@@ -28,7 +28,8 @@ def test_fit_steps_equal_custom_loop_steps(replicas):
   assert fit.losses[0] == pytest.approx(loop.losses[0], rel=1e-6)
   # Measured: bit-identical. The forward pass is the same function; Keras's per-replica
   # mean(CE) / N and weight_decay / N differ from the trainer's sum(CE) / (B * N) only by
-  # power-of-two scalings (exact in float32); both sum the replicas' gradients with the same
+  # power-of-two scalings here (B = 8, N = 1, 2: exact in float32; other sizes may differ in
+  # the last bit); both sum the replicas' gradients with the same
   # cross-device op; and Keras's SGD w + (-g * lr) rounds like ResourceApplyGradientDescent.
   for name, value in fit.variables.items():
     assert not np.array_equal(value, runs.model.initial_values(5)[name]), name
