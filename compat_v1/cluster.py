@@ -102,6 +102,11 @@ def run(config, device_config, cluster, job, index, sync_replicas=False):
           images, labels, devices, seed=config.seed, decay_steps=decay_steps,
           hparams=dataclasses.replace(DEFAULT, initial_learning_rate=config.learning_rate),
           sync_replicas=workers if sync_replicas else 0, is_chief=chief)
+      # Read after this worker's train op: with SyncReplicas that op returns once the update
+      # it waited for is applied, so this is the step after it (fetched alongside the train
+      # op, the step is read before the update lands).
+      with tf.control_dependencies([g.train_op]):
+        step_after = tf.identity(g.global_step.read_value())
     # Global variables only: local ones (SyncReplicas' local step) are this worker's to init.
     uninitialized = None if chief else v1.report_uninitialized_variables(v1.global_variables())
   if not chief:
@@ -122,7 +127,7 @@ def run(config, device_config, cluster, job, index, sync_replicas=False):
     local_steps = 0  # this worker's gradient computations (its own train_op runs)
     while not sess.should_stop():
       try:
-        _, loss, step = sess.run([g.train_op, g.loss, g.global_step])
+        _, loss, step = sess.run([g.train_op, g.loss, step_after])
         local_steps += 1
       except (v1.train.NanLossDuringTrainingError, tf.errors.InvalidArgumentError) as e:
         if isinstance(e, tf.errors.InvalidArgumentError) and "loss is not finite" not in str(e):
