@@ -24,6 +24,7 @@ import dataclasses
 import keras
 import tensorflow as tf
 
+from cifar10 import input_pipeline
 from cifar10 import losses
 from cifar10 import model
 from cifar10 import schedule
@@ -119,3 +120,12 @@ def build_two_outputs(strategy, *, seed, learning_rate=0.05, vehicle_weight=0.5)
                          "vehicle": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]})
     net(tf.zeros([1, DEFAULT.image_size, DEFAULT.image_size, 3]))
   return net
+
+
+def fit_two_outputs(strategy, source, *, seed, steps, batch_size, vehicle_weight):
+  """Fits build_two_outputs on `source`'s shared stream; returns fit's history dict."""
+  net = build_two_outputs(strategy, seed=seed, vehicle_weight=vehicle_weight)
+  stream = input_pipeline.train_dataset(
+      source, seed=seed, global_batch_size=batch_size * strategy.num_replicas_in_sync)
+  return net.fit(stream.map(two_output_targets), steps_per_epoch=steps, epochs=1, verbose=1,
+                 shuffle=False).history

@@ -28,15 +28,12 @@ def main():
   from strategies import distribute  # pylint: disable=g-import-not-at-top
   from strategies import keras_model  # pylint: disable=g-import-not-at-top
   strategy = distribute.get_strategy("mirrored", devices.setup(devices_config))
-  net = keras_model.build_two_outputs(strategy, seed=FLAGS.seed,
-                                      vehicle_weight=FLAGS.vehicle_weight)
   source = input_pipeline.load_source(FLAGS.dataset, "train", seed=FLAGS.seed,
                                       data_dir=FLAGS.data_dir, download=FLAGS.download)
-  stream = input_pipeline.train_dataset(
-      source, seed=FLAGS.seed, global_batch_size=FLAGS.batch_size * strategy.num_replicas_in_sync)
-  history = net.fit(stream.map(keras_model.two_output_targets), steps_per_epoch=FLAGS.steps,
-                    epochs=1, verbose=1, shuffle=False)
-  for name, values in sorted(history.history.items()):
+  history = keras_model.fit_two_outputs(strategy, source, seed=FLAGS.seed, steps=FLAGS.steps,
+                                        batch_size=FLAGS.batch_size,
+                                        vehicle_weight=FLAGS.vehicle_weight)
+  for name, values in sorted(history.items()):
     logging.info("%s = %.4f", name, values[-1])
 
 

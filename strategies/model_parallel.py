@@ -9,7 +9,6 @@ TensorFlow logs the device of every op (`branch_1/...: (Conv2D): .../device:GPU:
 """
 
 from absl import flags
-from absl import logging
 
 import cifar10_flags as common
 
@@ -31,16 +30,11 @@ def main():
   from cifar10 import input_pipeline  # pylint: disable=g-import-not-at-top
   from strategies import two_branch  # pylint: disable=g-import-not-at-top
   branch_devices = devices.setup(devices_config)
-  net = two_branch.TwoBranchModel(branch_devices, "/cpu:0", FLAGS.seed, FLAGS.learning_rate)
-  logging.info("Branches on %s, head and weights on /cpu:0", branch_devices)
   source = input_pipeline.load_source(FLAGS.dataset, "train", seed=FLAGS.seed,
                                       data_dir=FLAGS.data_dir, download=FLAGS.download)
-  stream = iter(input_pipeline.train_dataset(source, seed=FLAGS.seed,
-                                             global_batch_size=FLAGS.batch_size))
-  for step in range(FLAGS.steps):
-    loss = net.train_step(*next(stream))
-    if step % FLAGS.log_frequency == 0 or step == FLAGS.steps - 1:
-      logging.info("step %d, loss = %.3f", step, float(loss))
+  two_branch.train(branch_devices, source, seed=FLAGS.seed, steps=FLAGS.steps,
+                   batch_size=FLAGS.batch_size, learning_rate=FLAGS.learning_rate,
+                   log_frequency=FLAGS.log_frequency)
 
 
 if __name__ == "__main__":

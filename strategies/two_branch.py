@@ -13,9 +13,11 @@ The ops are named `branch_0/...`, `branch_1/...` and `head/...`, so the placemen
 `python -m strategies.model_parallel --num_gpus=2`.
 """
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from cifar10 import input_pipeline
 from cifar10 import losses
 from cifar10 import model
 from cifar10.hparams import DEFAULT
@@ -58,3 +60,17 @@ class TwoBranchModel:
       for var, grad in zip(self.variables, grads):
         var.assign_sub(self.learning_rate * grad)
     return loss
+
+
+def train(devices, source, *, seed, steps, batch_size, learning_rate, log_frequency):
+  """Trains a TwoBranchModel on `source`'s shared stream; returns the logged losses."""
+  net = TwoBranchModel(devices, "/cpu:0", seed, learning_rate)
+  logging.info("Branches on %s, head and weights on /cpu:0", devices)
+  stream = iter(input_pipeline.train_dataset(source, seed=seed, global_batch_size=batch_size))
+  logged = []
+  for step in range(steps):
+    loss = net.train_step(*next(stream))
+    if step % log_frequency == 0 or step == steps - 1:
+      logged.append(float(loss))
+      logging.info("step %d, loss = %.3f", step, logged[-1])
+  return logged
