@@ -2,8 +2,8 @@
 
 Sources (`load_source(name, split, ...)`):
   synthetic    generated in-process from (seed, index); learnable class patterns; no files.
-  cifar10_bin  the classic `cifar-10-batches-bin/*.bin` files (FixedLengthRecordDataset,
-               1 label byte + 3072 depth-major pixel bytes per record).
+  cifar10_bin  the classic `cifar-10-batches-bin/*.bin` files (fixed-length records:
+               1 label byte + 3072 depth-major pixel bytes).
   cifar10      tensorflow-datasets `cifar10` under `data_dir` (downloaded only if asked).
 
 The determinism contract: a source is random access (`fetch(index)`), the train stream is a
@@ -81,12 +81,12 @@ def synthetic_source(seed, split="train", num_examples=None):
   return Source(num_examples or _SYNTHETIC_SIZE[split], fetch)
 
 
-def decode_record(record):
-  """One fixed-length record -> (uint8 image [32, 32, 3], int32 label)."""
-  raw = tf.io.decode_raw(record, tf.uint8)
-  label = tf.cast(raw[0], tf.int32)
-  image = tf.transpose(tf.reshape(raw[LABEL_BYTES:], [DEPTH, HEIGHT, WIDTH]), [1, 2, 0])
-  return image, label
+def decode_records(raw):
+  """CIFAR-10 binary records (uint8 bytes, a multiple of RECORD_BYTES long) -> (uint8 images
+  [n, 32, 32, 3], int32 labels [n]): a label byte, then the image depth-major (R, G, B planes)."""
+  records = np.asarray(raw, np.uint8).reshape(-1, RECORD_BYTES)
+  images = records[:, LABEL_BYTES:].reshape(-1, DEPTH, HEIGHT, WIDTH).transpose(0, 2, 3, 1)
+  return np.ascontiguousarray(images), records[:, 0].astype(np.int32)
 
 
 def bin_files(data_dir, split):
@@ -111,12 +111,10 @@ def bin_files(data_dir, split):
 
 
 def load_bin(data_dir, split):
-  """Reads the .bin files of `split` with FixedLengthRecordDataset into numpy arrays."""
+  """Reads the .bin files of `split` into numpy arrays, in file order. Plain numpy: it runs
+  the same in eager code, inside a tf.function and while a v1 graph is being built."""
   files = bin_files(data_dir, split)
-  dataset = tf.data.FixedLengthRecordDataset(files, RECORD_BYTES).map(decode_record)
-  num = sum(os.path.getsize(f) for f in files) // RECORD_BYTES
-  images, labels = dataset.batch(num).get_single_element()
-  return images.numpy(), labels.numpy()
+  return decode_records(np.concatenate([np.fromfile(f, np.uint8) for f in files]))
 
 
 def load_tfds(data_dir, split, download):
@@ -230,8 +228,13 @@ def train_dataset(source, *, seed, global_batch_size, start_step=0, shard=(0, 1)
 
 
 def eval_dataset(source, *, batch_size, num_examples=None, image_size=DEFAULT.image_size):
-  """The first num_examples of a split in order, centre-cropped, in full batches."""
-  n = source.num_examples if num_examples is None else min(num_examples, source.num_examples)
+  """The first num_examples of a split (all of it if None) in order, centre-cropped, each
+  exactly once: the last batch holds the remainder. More examples than the split holds is a
+  UsageError (the original's queue wrapped around and scored some twice)."""
+  n = source.num_examples if num_examples is None else int(num_examples)
+  if n > source.num_examples:
+    raise UsageError(f"--num_examples={n} but the split has {source.num_examples} examples; "
+                     f"pass --num_examples={source.num_examples} or fewer")
 
   def example(index):
     image, label = source.fetch(index)
@@ -239,5 +242,5 @@ def eval_dataset(source, *, batch_size, num_examples=None, image_size=DEFAULT.im
 
   return (tf.data.Dataset.range(n)
           .map(example, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-          .batch(batch_size, drop_remainder=True)
+          .batch(batch_size)
           .prefetch(tf.data.AUTOTUNE))

@@ -37,7 +37,10 @@ class StepLogger:
     return loss
 
 
-def log_precision(precision, step, path):
-  """The evaluators' line: `<time>: precision @ 1 = X (step N, checkpoint)`."""
-  logging.info("%s: precision @ 1 = %.3f (step %d, %s)", datetime.datetime.now(), precision,
-               step, path)
+def log_precision(correct, count, step, path):
+  """The evaluators' line, `<time>: precision @ 1 = X (N examples, step S, checkpoint)`, for
+  `correct` of `count` examples scored; returns the precision."""
+  precision = correct / count
+  logging.info("%s: precision @ 1 = %.3f (%d examples, step %d, %s)", datetime.datetime.now(),
+               precision, count, step, path)
+  return precision

@@ -26,11 +26,11 @@ import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10 import errors
-from cifar10 import input_pipeline as ip
 from cifar10 import progress
 from cifar10 import schedule
 from cifar10.errors import UsageError
 from cifar10.hparams import DEFAULT
+from compat_v1 import inputs
 from compat_v1 import session
 from compat_v1 import towers
 
@@ -87,15 +87,14 @@ def run(config, device_config, cluster, job, index, sync_replicas=False):
   decay_steps = schedule.decay_steps(config.batch_size, len(devices) * workers,
                                      config.decay_steps_per_global_batch)
   global_batch = config.batch_size * len(devices) * workers
+  arrays = inputs.load(config, "train")
   graph = tf.Graph()
   with graph.as_default():
     with tf.device(worker_device + "/cpu:0"):
-      source = ip.load_source(config.dataset, "train", seed=config.seed,
-                              data_dir=config.data_dir, download=config.download)
       # Async workers step independently; the global step is the best place to resume.
-      stream = ip.train_dataset(source, seed=config.seed, global_batch_size=global_batch,
-                                start_step=start, shard=(index, workers))
-      images, labels = v1.data.make_one_shot_iterator(stream).get_next()
+      images, labels, input_init, feed = inputs.train_batch(
+          arrays, seed=config.seed, global_batch_size=global_batch, start_step=start,
+          shard=(index, workers))
     with v1.device(v1.train.replica_device_setter(worker_device=worker_device,
                                                    cluster=cluster)):
       g = towers.build_train_graph(
@@ -112,7 +111,8 @@ def run(config, device_config, cluster, job, index, sync_replicas=False):
   if not chief:
     _wait_for_chief(graph, server.target, proto, uninitialized)
   hooks = [v1.train.StopAtStepHook(last_step=config.max_steps),
-           v1.train.NanTensorHook(g.loss)] + list(g.hooks)
+           v1.train.NanTensorHook(g.loss),
+           inputs.InitializeHook(input_init, feed)] + list(g.hooks)
   # A synchronous update consumes every worker's batch; an asynchronous one, this worker's.
   step_batch = global_batch if sync_replicas else global_batch // workers
   logger = progress.StepLogger(start, config.max_steps, step_batch, config.log_frequency)

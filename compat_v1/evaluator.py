@@ -6,7 +6,6 @@ averages through `ExponentialMovingAverage.variables_to_restore()`. For a checkp
 any key to any variable), so both trainers' checkpoints are scored alike.
 """
 
-import numpy as np
 import tensorflow as tf
 
 from cifar10 import checkpoints
@@ -15,6 +14,7 @@ from cifar10 import model
 from cifar10 import progress
 from cifar10.errors import UsageError
 from cifar10.hparams import DEFAULT
+from compat_v1 import inputs
 from compat_v1 import restore
 
 v1 = tf.compat.v1
@@ -26,22 +26,10 @@ class Evaluator:
   def __init__(self, config):
     self.config = config
     split = "test" if config.eval_data == "test" else "train"
-    arrays = ip.load_arrays(config.dataset, split, data_dir=config.data_dir,
-                            download=config.download)
+    arrays = inputs.load(config, split)
     self.graph = tf.Graph()
     with self.graph.as_default():
-      feed = {}
-      if arrays is None:
-        source = ip.synthetic_source(config.seed, split)
-      else:
-        images = v1.placeholder(tf.uint8, [None, ip.HEIGHT, ip.WIDTH, ip.DEPTH])
-        labels = v1.placeholder(tf.int32, [None])
-        source = ip.array_source(images, labels, num_examples=len(arrays[0]))
-        feed = {images: arrays[0], labels: arrays[1]}
-      self.num_batches = min(config.num_examples, source.num_examples) // config.batch_size
-      if self.num_batches == 0:
-        raise UsageError(f"--num_examples={config.num_examples} gives no full batch of "
-                         f"{config.batch_size} (the split has {source.num_examples})")
+      source, feed = inputs.graph_source(arrays, config.seed, split)
       dataset = ip.eval_dataset(source, batch_size=config.batch_size,
                                 num_examples=config.num_examples)
       self.iterator = v1.data.make_initializable_iterator(dataset)
@@ -54,7 +42,9 @@ class Evaluator:
         with v1.variable_scope(scope):
           params[spec.name] = v1.get_variable(leaf, initializer=values[spec.name])
       self.global_step = v1.train.get_or_create_global_step()
-      self.top_k = tf.math.in_top_k(labels, model.inference(params, images), 1)
+      top_k = tf.math.in_top_k(labels, model.inference(params, images), 1)
+      # (correct, scored) per batch; the last batch of a split may be smaller.
+      self.counts = (tf.reduce_sum(tf.cast(top_k, tf.int64)), tf.size(labels, out_type=tf.int64))
       # The original's idiom: {'conv1/weights/ExponentialMovingAverage': conv1/weights, ...}
       to_restore = v1.train.ExponentialMovingAverage(
           DEFAULT.moving_average_decay).variables_to_restore()
@@ -72,12 +62,17 @@ class Evaluator:
       except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
         raise UsageError(f"cannot restore {path}: {str(e).splitlines()[0][:200]}") from None
       sess.run(self.iterator.initializer, self.feed)
-      correct = sum(int(np.sum(sess.run(self.top_k))) for _ in range(self.num_batches))
+      correct = count = 0
+      while True:  # until the dataset ends: each example of the split once
+        try:
+          c, n = sess.run(self.counts)
+        except tf.errors.OutOfRangeError:
+          break
+        correct, count = correct + int(c), count + int(n)
       step = int(sess.run(self.global_step))
-      precision = correct / (self.num_batches * self.config.batch_size)
+      precision = progress.log_precision(correct, count, step, path)
       self.writer.add_summary(sess.run(self.summary, {self.summary_value: precision}), step)
     self.writer.flush()
-    progress.log_precision(precision, step, path)
     return precision, step
 
 

@@ -15,40 +15,17 @@ import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10 import errors
-from cifar10 import input_pipeline as ip
 from cifar10 import progress
 from cifar10 import schedule
 from cifar10 import signals
 from cifar10.errors import UsageError
 from cifar10.hparams import DEFAULT
+from compat_v1 import inputs
 from compat_v1 import restore
 from compat_v1 import session
 from compat_v1 import towers
 
 v1 = tf.compat.v1
-
-
-def input_batch(config, global_batch_size, start_step):
-  """(images, labels, iterator, feed_dict) of the shared stream, inside the current graph.
-
-  File-backed data goes through placeholders fed when the iterator is initialised, the TF1
-  way of keeping a 150 MB array out of the GraphDef and the .meta files.
-  """
-  arrays = ip.load_arrays(config.dataset, "train", data_dir=config.data_dir,
-                          download=config.download)
-  feed = {}
-  if arrays is None:
-    source = ip.synthetic_source(config.seed, "train")
-  else:
-    images = v1.placeholder(tf.uint8, [None, ip.HEIGHT, ip.WIDTH, ip.DEPTH], "images")
-    labels = v1.placeholder(tf.int32, [None], "labels")
-    source = ip.array_source(images, labels, num_examples=len(arrays[0]))
-    feed = {images: arrays[0], labels: arrays[1]}
-  dataset = ip.train_dataset(source, seed=config.seed, global_batch_size=global_batch_size,
-                             start_step=start_step)
-  iterator = v1.data.make_initializable_iterator(dataset)
-  images, labels = iterator.get_next()
-  return images, labels, iterator, feed
 
 
 def run(config, device_config):
@@ -66,9 +43,11 @@ def run(config, device_config):
   decay_steps = schedule.decay_steps(config.batch_size, n, config.decay_steps_per_global_batch)
   logging.info("Training %s on %d tower(s) %s, global batch %d, decay every %d steps",
                config.dataset, n, devices, config.batch_size * n, decay_steps)
+  arrays = inputs.load(config, "train")
   graph = tf.Graph()
   with graph.as_default():
-    images, labels, iterator, feed = input_batch(config, config.batch_size * n, start)
+    images, labels, input_init, feed = inputs.train_batch(
+        arrays, seed=config.seed, global_batch_size=config.batch_size * n, start_step=start)
     hparams = dataclasses.replace(DEFAULT, initial_learning_rate=config.learning_rate)
     g = towers.build_train_graph(
         images, labels, devices, seed=config.seed, decay_steps=decay_steps, hparams=hparams,
@@ -83,7 +62,7 @@ def run(config, device_config):
   graph.finalize()
   prefix = os.path.join(config.train_dir, "model.ckpt")
   with v1.Session(graph=graph, config=proto) as sess:
-    sess.run(iterator.initializer, feed)
+    sess.run(input_init, feed)
     if latest:
       try:
         saver.restore(sess, latest)

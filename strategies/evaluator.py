@@ -2,7 +2,7 @@
 
 The model variables are loaded with the checkpoint's EMA shadows (the TF2 counterpart of
 `ExponentialMovingAverage.variables_to_restore()`), and the first num_examples of the eval
-split are classified in full batches on one device. Checkpoints of either trainer are read
+split are classified on one device, each exactly once (the last batch holds the remainder). Checkpoints of either trainer are read
 (cifar10.checkpoints maps the names).
 """
 
@@ -12,7 +12,6 @@ from cifar10 import checkpoints
 from cifar10 import input_pipeline
 from cifar10 import model
 from cifar10 import progress
-from cifar10.errors import UsageError
 
 
 class Evaluator:
@@ -25,31 +24,29 @@ class Evaluator:
                                         data_dir=config.data_dir, download=config.download)
     self.dataset = input_pipeline.eval_dataset(source, batch_size=config.batch_size,
                                                num_examples=config.num_examples)
-    self.num_batches = min(config.num_examples, source.num_examples) // config.batch_size
-    if self.num_batches == 0:
-      raise UsageError(f"--num_examples={config.num_examples} gives no full batch of "
-                       f"{config.batch_size} (the split has {source.num_examples})")
     values = model.initial_values(0)  # only for shapes; every value is overwritten on restore
     self.params = {n: tf.Variable(values[n], name=n) for n in model.VARIABLE_NAMES}
     self.writer = tf.summary.create_file_writer(config.eval_dir)
 
   @tf.function
   def _correct(self, images, labels):
+    """(correct, scored) in one batch; the last batch of a split may be smaller."""
     logits = model.inference(self.params, images)
-    return tf.reduce_sum(tf.cast(tf.math.in_top_k(labels, logits, 1), tf.int64))
+    return (tf.reduce_sum(tf.cast(tf.math.in_top_k(labels, logits, 1), tf.int64)),
+            tf.size(labels, out_type=tf.int64))
 
   def evaluate(self, path):
     """Returns (precision @ 1, global step) of checkpoint `path` and writes the summary."""
     state = checkpoints.read(path, kinds=("ema", "step"))
     for name, value in state.averages.items():
       self.params[name].assign(value)
-    correct = sum(int(self._correct(x, y)) for x, y in self.dataset)
-    precision = correct / (self.num_batches * self.config.batch_size)
+    counts = [self._correct(x, y) for x, y in self.dataset]
     step = state.global_step
+    precision = progress.log_precision(sum(int(c) for c, _ in counts),
+                                       sum(int(n) for _, n in counts), step, path)
     with self.writer.as_default():
       tf.summary.scalar("Precision @ 1", precision, step=step)
     self.writer.flush()
-    progress.log_precision(precision, step, path)
     return precision, step
 
 

@@ -26,3 +26,37 @@ def error_line(result):
   """The last stderr line, which must be the whole one-line error."""
   lines = result.stderr.strip().splitlines()
   return lines[-1] if lines else ""
+
+
+def write_bin_dataset(data_dir, seed, train_per_file, num_test):
+  """A `cifar-10-batches-bin` folder under data_dir whose records are the first examples of
+  the synthetic source (learnable, so precision means something): 5 training files of
+  train_per_file records and a test file of num_test. Returns the (images, labels) written
+  per split."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from cifar10 import input_pipeline as ip  # pylint: disable=g-import-not-at-top
+  root = os.path.join(data_dir, "cifar-10-batches-bin")
+  os.makedirs(root, exist_ok=True)
+  written = {}
+  for split, n in (("train", 5 * train_per_file), ("test", num_test)):
+    source = ip.synthetic_source(seed, split)
+    images, labels = tf.data.Dataset.range(n).map(source.fetch).batch(n).get_single_element()
+    images, labels = images.numpy(), labels.numpy()
+    records = np.concatenate([labels.astype(np.uint8)[:, None],
+                              images.transpose(0, 3, 1, 2).reshape(n, -1)], axis=1)
+    chunks = np.split(records, 5) if split == "train" else [records]
+    for name, chunk in zip(ip.BIN_FILES[split], chunks):
+      chunk.tofile(os.path.join(root, name))
+    written[split] = (images, labels)
+  return written
+
+
+def constant_shapes(meta_path):
+  """Shapes of the Const nodes in the graph of a `.meta` file (data baked into a graph shows
+  up here as a constant with one row per example)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  with open(meta_path, "rb") as f:
+    graph_def = tf.compat.v1.MetaGraphDef.FromString(f.read()).graph_def
+  return [tuple(d.size for d in node.attr["value"].tensor.tensor_shape.dim)
+          for node in graph_def.node if node.op == "Const"]

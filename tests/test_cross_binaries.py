@@ -14,15 +14,17 @@ import pytest
 import tensorflow as tf
 
 from cifar10 import checkpoints
+from cifar10 import input_pipeline as ip
+from cifar10 import model
 from tests import helpers
 
 pytestmark = pytest.mark.slow
-COMMON = ("--num_gpus=2", "--dataset=synthetic", "--batch_size=8", "--seed=2",
-          "--save_checkpoint_steps=6", "--log_frequency=4")
+COMMON = ("--num_gpus=2", "--batch_size=8", "--seed=2", "--save_checkpoint_steps=6",
+          "--log_frequency=4")
 
 
-def _train(trainer, train_dir, *extra):
-  result = helpers.run(trainer, *COMMON, f"--train_dir={train_dir}", *extra)
+def _train(trainer, train_dir, data, *extra):
+  result = helpers.run(trainer, *COMMON, *data, f"--train_dir={train_dir}", *extra)
   assert result.returncode == 0, result.stderr[-3000:]
   return result
 
@@ -38,11 +40,16 @@ def _assert_same(path_a, path_b):
 @pytest.fixture(name="runs", scope="module")
 def fixture_runs(tmp_path_factory):
   root = tmp_path_factory.mktemp("cross")
+  # The classic file format, holding learnable synthetic examples: both binaries train on
+  # .bin files (the path a migrating team takes) and their precision means something.
+  helpers.write_bin_dataset(str(root / "data"), seed=2, train_per_file=40, num_test=200)
+  data = ("--dataset=cifar10_bin", f"--data_dir={root / 'data'}")
   # --log_device_placement costs nothing in numbers: the placements are checked below.
-  v1 = _train("compat_v1.train", root / "v1", "--max_steps=12", "--log_device_placement")
-  tf2 = _train("strategies.train", root / "tf2", "--max_steps=12", "--log_device_placement")
+  v1 = _train("compat_v1.train", root / "v1", data, "--max_steps=12", "--log_device_placement")
+  tf2 = _train("strategies.train", root / "tf2", data, "--max_steps=12",
+               "--log_device_placement")
   PLACEMENTS.update({"compat_v1.train": v1.stdout, "strategies.train": tf2.stdout})
-  return root, v1.stderr
+  return root, v1.stderr, data
 
 
 PLACEMENTS = {}  # trainer -> its stdout, where TF prints one line per op and device
@@ -63,14 +70,14 @@ def test_log_device_placement_shows_each_replica_on_its_device(runs, trainer, pr
 
 
 def test_same_flags_write_bit_identical_checkpoints(runs):
-  root, _ = runs
+  root, _, _ = runs
   _assert_same(f"{root}/v1/model.ckpt-6", f"{root}/tf2/ckpt-6")
   _assert_same(f"{root}/v1/model.ckpt-12", f"{root}/tf2/ckpt-12")
   assert checkpoints.read(f"{root}/v1").global_step == 12
 
 
 def test_v1_logs_and_summaries_like_tf2(runs):
-  root, log = runs
+  root, log, _ = runs
   assert "running 2 towers on 2 CPU devices" in log
   assert [int(s) for s in re.findall(r"step (\d+), loss = \d+\.\d\d \(", log)] == [3, 7, 11]
   tags = {}
@@ -83,41 +90,51 @@ def test_v1_logs_and_summaries_like_tf2(runs):
 
 
 def test_tf2_continues_a_v1_run_as_if_it_never_stopped(runs, tmp_path):
-  root, _ = runs
-  result = _train("strategies.train", tmp_path, "--max_steps=12",
+  root, _, data = runs
+  result = _train("strategies.train", tmp_path, data, "--max_steps=12",
                   f"--init_from={root}/v1/model.ckpt-6")
   assert "Initialized from" in result.stderr and "at step 6" in result.stderr
   _assert_same(str(tmp_path), f"{root}/v1/model.ckpt-12")
 
 
 def test_v1_continues_a_tf2_run_as_if_it_never_stopped(runs, tmp_path):
-  root, _ = runs
-  _train("compat_v1.train", tmp_path, "--max_steps=12", f"--init_from={root}/tf2/ckpt-6")
+  root, _, data = runs
+  _train("compat_v1.train", tmp_path, data, "--max_steps=12", f"--init_from={root}/tf2/ckpt-6")
   _assert_same(str(tmp_path), f"{root}/tf2/ckpt-12")
 
 
-def _precision(evaluator, checkpoint_dir, eval_dir):
+def _precision(evaluator, checkpoint_dir, eval_dir, data):
   result = helpers.run(evaluator, f"--checkpoint_dir={checkpoint_dir}", "--run_once",
-                       f"--eval_dir={eval_dir}", "--dataset=synthetic", "--seed=2",
-                       "--num_examples=256", "--batch_size=64")
+                       f"--eval_dir={eval_dir}", "--seed=2", *data,
+                       "--num_examples=200", "--batch_size=64")
   assert result.returncode == 0, result.stderr[-3000:]
-  return re.search(r"precision @ 1 = (\d\.\d+) \(step (\d+)", result.stderr).groups()
+  return re.search(r"precision @ 1 = (\d\.\d+) \((\d+) examples, step (\d+)",
+                   result.stderr).groups()
 
 
-def test_each_evaluator_scores_the_other_trainers_checkpoints_alike(runs, tmp_path):
-  root, _ = runs
+def test_each_evaluator_scores_each_example_once_from_the_other_trainers_checkpoint(
+    runs, tmp_path):
+  root, _, data = runs
   # Each evaluator on the other trainer's checkpoint (the two hold the same bits, tested
   # above), so one number means each reads both formats alike. (v1's own resume is tested
   # in test_train_e2e: stopped by SIGTERM, resumed, equal to the TF2 reference.)
-  scores = {(e, t): _precision(e, root / t, tmp_path / f"{e}-{t}")
+  scores = {(e, t): _precision(e, root / t, tmp_path / f"{e}-{t}", data)
             for e, t in (("strategies.eval", "v1"), ("compat_v1.eval", "tf2"))}
   assert len(set(scores.values())) == 1, scores
-  precision, step = next(iter(scores.values()))
-  assert step == "12" and float(precision) > 0.2  # chance is 0.1
+  precision, count, step = next(iter(scores.values()))
+  # 200 test records in batches of 64: three full batches and one of 8, each scored once.
+  assert count == "200" and step == "12"
+  averages = checkpoints.read(f"{root}/v1").averages
+  source = ip.load_source("cifar10_bin", "test", seed=2, data_dir=str(root / "data"))
+  images, labels = next(iter(ip.eval_dataset(source, batch_size=200)))
+  correct = int(tf.reduce_sum(tf.cast(
+      tf.math.in_top_k(labels, model.inference(averages, images), 1), tf.int32)))
+  assert precision == f"{correct / 200:.3f}"
 
 
 def test_v1_nan_loss_is_the_same_one_line_error(tmp_path):
-  result = helpers.run("compat_v1.train", *COMMON, f"--train_dir={tmp_path}", "--max_steps=30",
+  result = helpers.run("compat_v1.train", *COMMON, "--dataset=synthetic",
+                       f"--train_dir={tmp_path}", "--max_steps=30",
                        "--learning_rate=1e4", "--save_checkpoint_steps=1")
   assert result.returncode == 2 and "Traceback" not in result.stderr
   line = helpers.error_line(result)

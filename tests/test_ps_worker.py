@@ -11,6 +11,7 @@ flight on any worker can land before the chief's final save (measured 30, 31 and
 --max_steps=30 with 2 workers), so the bound is max_steps + workers.
 """
 
+import glob
 import itertools
 import json
 import re
@@ -50,11 +51,17 @@ def _trained(tmp_path):
   return state
 
 
-def test_asynchronous_workers(tmp_path):
-  out, _ = _launch(tmp_path)
+def test_asynchronous_workers_on_bin_files(tmp_path):
+  data = tmp_path / "data"
+  helpers.write_bin_dataset(str(data), seed=2, train_per_file=40, num_test=8)
+  out, _ = _launch(tmp_path / "train", "--dataset=cifar10_bin", f"--data_dir={data}")
   assert "[ps:0]" in out and "[worker:0]" in out and "[worker:1]" in out
   assert "worker:1 done at global step" in out and "worker:0 done at global step" in out
-  assert 16 <= _trained(tmp_path).global_step <= 18
+  assert 16 <= _trained(tmp_path / "train").global_step <= 18
+  # The 200 training images reach each worker through a feed, not as graph constants (which
+  # went into every .meta and into the graph each worker sends to its master).
+  metas = glob.glob(f"{tmp_path}/train/model.ckpt-*.meta")
+  assert metas and not [s for s in helpers.constant_shapes(metas[0]) if s[:1] == (200,)]
 
 
 def test_sync_replicas_exact_step_and_no_close_hang(tmp_path):
