@@ -62,6 +62,9 @@ def define_train_flags():
   flags.DEFINE_string("init_from", None, "Start a new run from this checkpoint (a prefix or a "
                       "folder) of either trainer: weights, moving averages and global step. "
                       "Ignored when --train_dir already has a checkpoint to resume.")
+  flags.DEFINE_string("ema_reads", "updated", "The moving averages read the weights and "
+                      "step of this step's update ('updated') or those it replaces "
+                      "('previous', the order the original usually took).")
 
 
 def train_config(values):
@@ -73,7 +76,8 @@ def train_config(values):
       use_fp16=values.use_fp16, log_frequency=values.log_frequency,
       save_summaries_steps=values.save_summaries_steps,
       save_checkpoint_steps=values.save_checkpoint_steps,
-      max_checkpoints_to_keep=values.max_checkpoints_to_keep, init_from=values.init_from)
+      max_checkpoints_to_keep=values.max_checkpoints_to_keep, init_from=values.init_from,
+      ema_reads=values.ema_reads)
 
 
 def define_example_flags(steps, batch_help):

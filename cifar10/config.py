@@ -12,6 +12,9 @@ from cifar10.errors import UsageError
 from cifar10.hparams import DEFAULT
 
 DATASETS = ("synthetic", "cifar10_bin", "cifar10")
+# Which weights and step the moving averages read in a training step: those the update
+# produces, or those it replaces (the original's usual, but unenforced, order).
+EMA_READS = ("updated", "previous")
 
 
 def _positive(name, value):
@@ -90,6 +93,7 @@ class TrainConfig:
   save_checkpoint_steps: int = 1000
   max_checkpoints_to_keep: int = 5
   init_from: Optional[str] = None  # a checkpoint of either trainer to start from
+  ema_reads: str = "updated"  # one of EMA_READS
 
   def __post_init__(self):
     if not self.train_dir:
@@ -101,6 +105,9 @@ class TrainConfig:
     if not self.learning_rate > 0:
       raise UsageError(f"--learning_rate must be positive, got {self.learning_rate}")
     check_dataset(self.dataset, self.data_dir)
+    if self.ema_reads not in EMA_READS:
+      raise UsageError(f"--ema_reads must be one of {', '.join(EMA_READS)}, got "
+                       f"{self.ema_reads!r}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -100,7 +100,8 @@ def run(config, device_config, cluster, job, index, sync_replicas=False):
       g = towers.build_train_graph(
           images, labels, devices, seed=config.seed, decay_steps=decay_steps,
           hparams=dataclasses.replace(DEFAULT, initial_learning_rate=config.learning_rate),
-          sync_replicas=workers if sync_replicas else 0, is_chief=chief)
+          sync_replicas=workers if sync_replicas else 0, is_chief=chief,
+          ema_reads=config.ema_reads)
       # Read after this worker's train op: with SyncReplicas that op returns once the update
       # it waited for is applied, so this is the step after it (fetched alongside the train
       # op, the step is read before the update lands).

@@ -51,7 +51,8 @@ def run(config, device_config):
     hparams = dataclasses.replace(DEFAULT, initial_learning_rate=config.learning_rate)
     g = towers.build_train_graph(
         images, labels, devices, seed=config.seed, decay_steps=decay_steps, hparams=hparams,
-        compute_dtype=tf.float16 if config.use_fp16 else tf.float32)
+        compute_dtype=tf.float16 if config.use_fp16 else tf.float32,
+        ema_reads=config.ema_reads)
     saver = v1.train.Saver(max_to_keep=config.max_checkpoints_to_keep)
     if init_path:
       averages = {n: g.ema.average(v) for n, v in g.params.items()}

@@ -6,7 +6,9 @@ variables on /cpu:0 with tf.compat.v1.get_variable under their TF1 scopes (initi
 builds one tower per device under `tf.device(dev)` and `name_scope('tower_i')` with variable
 reuse after the first, averages the tower gradients on the CPU, applies them with
 GradientDescentOptimizer and the global step, then updates the EMA. Unlike the original,
-the EMA runs after the update (a control dependency), never racing it.
+the EMA never races the update: a control dependency runs it after the update
+(ema_reads="updated") or before it (ema_reads="previous", the order the original's group
+usually took).
 """
 
 import collections
@@ -57,11 +59,13 @@ def average_gradients(tower_grads):
 
 
 def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
-                      compute_dtype=tf.float32, sync_replicas=0, is_chief=True):
+                      compute_dtype=tf.float32, sync_replicas=0, is_chief=True,
+                      ema_reads="updated"):
   """The train op and what the loop reports; `images`/`labels` are one global batch.
 
   sync_replicas=K (ps/worker only) wraps the optimizer in SyncReplicasOptimizer aggregating K
-  gradients per update, which then also updates the EMA; `hooks` must go to the session.
+  gradients per update, which then also updates the EMA (always from the updated weights);
+  `hooks` must go to the session.
   """
   initial_values = model.initial_values(seed)
   with tf.device("/cpu:0"):
@@ -93,6 +97,11 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
           variable_averages=ema, variables_to_average=variables)
       hooks.append(opt.make_session_run_hook(is_chief))
       with tf.control_dependencies([loss]):
+        train_op = opt.apply_gradients(grads, global_step=global_step)
+    elif ema_reads == "previous":
+      with tf.control_dependencies([loss]):
+        ema_op = ema.apply(variables)
+      with tf.control_dependencies([ema_op]):
         train_op = opt.apply_gradients(grads, global_step=global_step)
     else:
       with tf.control_dependencies([loss]):

@@ -56,6 +56,10 @@ def main():
     loop.run(train_config, devices_config)
     return
   spec, job, index = cluster_task
+  if FLAGS.sync_replicas and train_config.ema_reads == "previous":
+    raise common.UsageError("--ema_reads=previous is not available with --sync_replicas: "
+                            "SyncReplicasOptimizer updates the moving averages after the "
+                            "update")
   if not 0 <= index < len(spec.get(job, [])):
     raise common.UsageError(f"--task_index={index} but the {job} job has "
                             f"{len(spec.get(job, []))} task(s)")

@@ -82,11 +82,11 @@ class RunResult:
   global_step: int
 
 
-def tf2_train(n, seed, steps, per_replica_batch, decay_steps):
+def tf2_train(n, seed, steps, per_replica_batch, decay_steps, ema_reads="updated"):
   """`steps` MirroredStrategy steps from the seed's weights on the shared stream."""
   strategy = distribute.get_strategy("mirrored", _devices(n))
   trainer = Trainer(strategy, seed=seed, global_batch_size=per_replica_batch * n,
-                    decay_steps=decay_steps)
+                    decay_steps=decay_steps, ema_reads=ema_reads)
   stream = ip.train_dataset(ip.synthetic_source(seed), seed=seed,
                             global_batch_size=per_replica_batch * n)
   iterator = iter(strategy.experimental_distribute_dataset(stream))
@@ -121,14 +121,14 @@ def keras_train(n, seed, steps, per_replica_batch, decay_steps):
                    history.history["loss"], int(net.optimizer.iterations.numpy()))
 
 
-def v1_train(n, seed, steps, per_replica_batch, decay_steps):
+def v1_train(n, seed, steps, per_replica_batch, decay_steps, ema_reads="updated"):
   """`steps` runs of the tower train op from the seed's weights on the shared stream."""
   with tf.Graph().as_default():
     stream = ip.train_dataset(ip.synthetic_source(seed), seed=seed,
                               global_batch_size=per_replica_batch * n)
     images, labels = v1.data.make_one_shot_iterator(stream).get_next()
     g = towers.build_train_graph(images, labels, _devices(n), seed=seed,
-                                 decay_steps=decay_steps, hparams=DEFAULT)
+                                 decay_steps=decay_steps, hparams=DEFAULT, ema_reads=ema_reads)
     shadows = {f"{n}/ExponentialMovingAverage": g.ema.average(v) for n, v in g.params.items()}
     with v1.Session(config=_v1_session(n)) as sess:
       sess.run(v1.global_variables_initializer())

@@ -28,6 +28,9 @@ def main():
   train_config = common.train_config(FLAGS)
   if train_config.init_from:
     raise common.UsageError("--init_from is not supported by keras_fit; use strategies.train")
+  if train_config.ema_reads != "updated":
+    raise common.UsageError("--ema_reads is not supported by keras_fit (it keeps no moving "
+                            "averages); use strategies.train")
   if train_config.max_steps % train_config.save_checkpoint_steps:
     raise common.UsageError(
         f"--max_steps={train_config.max_steps} must be a multiple of --save_checkpoint_steps="

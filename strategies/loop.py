@@ -49,7 +49,7 @@ def build_trainer(config, strategy):
       strategy, seed=config.seed, global_batch_size=config.batch_size * n,
       decay_steps=schedule.decay_steps(config.batch_size, n, config.decay_steps_per_global_batch),
       learning_rate=config.learning_rate,
-      compute_dtype=tf.float16 if config.use_fp16 else tf.float32)
+      compute_dtype=tf.float16 if config.use_fp16 else tf.float32, ema_reads=config.ema_reads)
 
 
 def run(config, devices, strategy_name="mirrored", peer_timeout_secs=None,

@@ -10,9 +10,11 @@ global step and the EMA shadows; `train_step(iterator, stop_requested)` is one c
   2. the loss is checked for NaN/Inf; every update below depends on that check, so a
      non-finite step raises before anything non-finite reaches a variable or a checkpoint;
   3. w -= lr * g with the shared schedule (the GradientDescentOptimizer kernel);
-  4. global_step += 1, then the EMA (num_updates = global_step) reads the updated weights.
+  4. global_step += 1, then the EMA (num_updates = global_step) reads the updated weights
+     (ema_reads="updated"), or, with ema_reads="previous", the EMA runs before step 3 and
+     reads the weights and step the update replaces: the order the original usually took.
      The TF1 tutorial grouped the update and the EMA with no order between them; here and in
-     compat_v1 the EMA always runs after the update.
+     compat_v1 the order is fixed, so both trainers agree to the bit either way.
 
 Under ParameterServerStrategy with a variable partitioner a weight may be a ShardedVariable
 (row blocks on different ps tasks). The step then differentiates, updates and averages each
@@ -37,7 +39,7 @@ class Trainer:
   """Variables and compiled steps for one strategy; build it once, before the first step."""
 
   def __init__(self, strategy, *, seed, global_batch_size, decay_steps, hparams=DEFAULT,
-               learning_rate=None, compute_dtype=tf.float32):
+               learning_rate=None, compute_dtype=tf.float32, ema_reads="updated"):
     if learning_rate is not None:
       hparams = dataclasses.replace(hparams, initial_learning_rate=learning_rate)
     self.strategy = strategy
@@ -45,6 +47,7 @@ class Trainer:
     self.decay_steps = decay_steps
     self.hparams = hparams
     self.compute_dtype = compute_dtype
+    self.ema_reads = ema_reads
     values = model.initial_values(seed)
     with strategy.scope():
       self.params = {n: tf.Variable(values[n], name=n) for n in model.VARIABLE_NAMES}
@@ -104,11 +107,15 @@ class Trainer:
     loss = tf.debugging.check_numerics(loss, "loss is not finite")
     lr = self.lr()
     with tf.control_dependencies([loss]):
+      # Program order is execution order here: tf.function chains the stateful ops on a
+      # variable in the order they are written.
+      if self.ema_reads == "previous":
+        self._apply_ema()
       for var, grad in zip(self.shards, grads):
         self.strategy.extended.update(var, _sgd, args=(grad, lr))
       self.global_step.assign_add(1)
-      with self.strategy.scope():  # EMA looks its shadows up by the scoped variables.
-        self.ema.apply(self.shards)
+      if self.ema_reads == "updated":
+        self._apply_ema()
     step = self.global_step - 1
     tf.summary.scalar("loss", loss, step=step)
     tf.summary.scalar("learning_rate", lr, step=step)
@@ -119,6 +126,10 @@ class Trainer:
                              self.strategy.experimental_local_results(grad)[0], step=step)
     # The reduced request is the same on every replica; > 0 if any replica anywhere asked.
     return loss, lr, self.strategy.experimental_local_results(stop)[0] > 0
+
+  def _apply_ema(self):
+    with self.strategy.scope():  # EMA looks its shadows up by the scoped variables.
+      self.ema.apply(self.shards)
 
   def train_step(self, iterator, stop_requested=False):
     """One synchronous step; returns (global loss, learning rate used, whether to stop).

@@ -30,6 +30,7 @@ def _check(result, expected):
     ("--dataset=imagenet", "unknown --dataset 'imagenet'; choose from synthetic, cifar10_bin"),
     ("--per_process_gpu_memory_fraction=1.5", "must be in (0, 1], got 1.5"),
     ("--gpu_memory_limit_mb=-1", "--gpu_memory_limit_mb must be positive, got -1"),
+    ("--ema_reads=later", "--ema_reads must be one of updated, previous, got 'later'"),
 ])
 @TRAINERS
 def test_bad_flags(flag, expected, trainer, tmp_path):

@@ -56,6 +56,15 @@ def test_eval_images_are_the_standardized_central_crop(bin_dir):
   np.testing.assert_array_equal(labels.numpy(), [3, 9, 0])
 
 
+def test_eval_scores_each_example_once_and_refuses_more_than_the_split(bin_dir):
+  source = ip.load_source("cifar10_bin", "test", seed=0, data_dir=bin_dir)
+  batches = [labels.numpy().tolist() for _, labels in ip.eval_dataset(source, batch_size=2)]
+  assert batches == [[3, 9], [0]]  # the last batch holds the remainder
+  assert [len(y) for _, y in ip.eval_dataset(source, batch_size=2, num_examples=1)] == [1]
+  with pytest.raises(UsageError, match="--num_examples=4 but the split has 3 examples"):
+    ip.eval_dataset(source, batch_size=2, num_examples=4)
+
+
 @pytest.mark.parametrize("size", [3072, 3073 * 2 + 1])
 def test_bin_file_of_wrong_size_is_a_usage_error(bin_dir, size):
   with open(os.path.join(bin_dir, "cifar-10-batches-bin", "test_batch.bin"), "wb") as f:
