@@ -7,13 +7,16 @@ The two trainers store the same values under different keys:
   moving averages      conv1/weights/ExponentialMovingAverage    ema/conv1.Sweights/.ATTRIBUTES/VARIABLE_VALUE
   global step          global_step                               global_step/.ATTRIBUTES/VARIABLE_VALUE
 
-(object-based checkpoints escape "/" in dict keys as ".S"). `keys(path)` says where each value
-lives in a given file; `read(path)` loads them, with one-line errors for a missing file, a
-missing variable or a wrong shape.
+(object-based checkpoints escape "/" in dict keys as ".S"). The original tutorial's
+checkpoints use the tf.compat.v1 keys, with a float32 `global_step` (and, trained with
+`--use_fp16`, float16 weights and averages). `keys(path)` says where each value lives in a
+given file; `read(path)` loads them as float32 arrays and an int step, whatever the dtypes
+in the file, with one-line errors for a missing file, a missing variable or a wrong shape.
 """
 
 import dataclasses
 
+import numpy as np
 import tensorflow as tf
 
 from cifar10 import model
@@ -92,8 +95,9 @@ def read(path, kinds=("weights", "ema", "step")):
     values = {k: reader.get_tensor(key) for k, key in where.items()}
   except Exception as e:  # pylint: disable=broad-except  # e.g. a truncated data file
     raise UsageError(f"cannot read checkpoint {path}: {str(e).splitlines()[0][:200]}") from None
-  return State(weights={n: v for (kind, n), v in values.items() if kind == "weights"},
-               averages={n: v for (kind, n), v in values.items() if kind == "ema"},
+  as_float32 = lambda kind: {n: np.asarray(v, np.float32) for (k, n), v in values.items()
+                              if k == kind}
+  return State(weights=as_float32("weights"), averages=as_float32("ema"),
                global_step=int(values.get(("step", "global_step"), 0)))
 
 

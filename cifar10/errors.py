@@ -32,6 +32,15 @@ def nan_loss(step, last_checkpoint):
                     "check the data")
 
 
+def cannot_resume(path, error):
+  """The error both trainers raise when the newest checkpoint of --train_dir does not restore
+  (damaged, or written by the other trainer or by the original tutorial)."""
+  return UsageError(f"cannot restore {path}: {str(error).splitlines()[0][:200]}; if another "
+                    "trainer or the original tutorial wrote it, continue it in a new "
+                    f"--train_dir with --init_from={path}; otherwise move it away to start "
+                    "afresh")
+
+
 class Stopped(Exception):
   """The run stopped on request after saving a checkpoint; the message says where."""
 

@@ -1,9 +1,11 @@
-"""Precision @ 1 the TF1 way: a graph, `variables_to_restore()`, a Saver, a Session.
+"""Precision @ 1 the TF1 way: a graph, `variables_to_restore()`, a Session.
 
-As the original `cifar10_eval.py`: the model variables are restored from their moving
-averages through `ExponentialMovingAverage.variables_to_restore()`. For a checkpoint written by
-`strategies.train` the same variables are restored from its object-based keys (the Saver maps
-any key to any variable), so both trainers' checkpoints are scored alike.
+As the original `cifar10_eval.py`: the model variables take their moving averages, as
+`ExponentialMovingAverage.variables_to_restore()` maps them ('conv1/weights/
+ExponentialMovingAverage' -> conv1/weights). The values are read under whichever keys the
+checkpoint has (compat_v1's, strategies.train's object-based ones, or the original
+tutorial's) and assigned by `restore.Loader`, not a Saver: a Saver refuses the original's
+float32 global step and float16 (`--use_fp16`) weights. Every checkpoint is scored alike.
 """
 
 import tensorflow as tf
@@ -12,7 +14,6 @@ from cifar10 import checkpoints
 from cifar10 import input_pipeline as ip
 from cifar10 import model
 from cifar10 import progress
-from cifar10.errors import UsageError
 from cifar10.hparams import DEFAULT
 from compat_v1 import inputs
 from compat_v1 import restore
@@ -41,26 +42,24 @@ class Evaluator:
         scope, leaf = spec.name.split("/")
         with v1.variable_scope(scope):
           params[spec.name] = v1.get_variable(leaf, initializer=values[spec.name])
-      self.global_step = v1.train.get_or_create_global_step()
+      global_step = v1.train.get_or_create_global_step()
       top_k = tf.math.in_top_k(labels, model.inference(params, images), 1)
       # (correct, scored) per batch; the last batch of a split may be smaller.
       self.counts = (tf.reduce_sum(tf.cast(top_k, tf.int64)), tf.size(labels, out_type=tf.int64))
       # The original's idiom: {'conv1/weights/ExponentialMovingAverage': conv1/weights, ...}
       to_restore = v1.train.ExponentialMovingAverage(
           DEFAULT.moving_average_decay).variables_to_restore()
-      self.averages = {n: to_restore[n + checkpoints.EMA_SUFFIX] for n in model.VARIABLE_NAMES}
+      averages = {n: to_restore[n + checkpoints.EMA_SUFFIX] for n in model.VARIABLE_NAMES}
+      self.loader = restore.Loader(global_step, averages=averages)
       self.summary_value = v1.placeholder(tf.float32, [])
       self.summary = v1.summary.scalar("Precision @ 1", self.summary_value)
       self.writer = v1.summary.FileWriter(config.eval_dir, self.graph)
+    self.graph.finalize()
 
   def evaluate(self, path):
     """Returns (precision @ 1, global step) of checkpoint `path` and writes the summary."""
-    with self.graph.as_default(), v1.Session(graph=self.graph) as sess:
-      saver = restore.saver(path, self.global_step, averages=self.averages)
-      try:
-        saver.restore(sess, path)
-      except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
-        raise UsageError(f"cannot restore {path}: {str(e).splitlines()[0][:200]}") from None
+    with v1.Session(graph=self.graph) as sess:
+      step = self.loader.load(sess, path).global_step
       sess.run(self.iterator.initializer, self.feed)
       correct = count = 0
       while True:  # until the dataset ends: each example of the split once
@@ -69,7 +68,6 @@ class Evaluator:
         except tf.errors.OutOfRangeError:
           break
         correct, count = correct + int(c), count + int(n)
-      step = int(sess.run(self.global_step))
       precision = progress.log_precision(correct, count, step, path)
       self.writer.add_summary(sess.run(self.summary, {self.summary_value: precision}), step)
     self.writer.flush()

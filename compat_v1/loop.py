@@ -18,7 +18,6 @@ from cifar10 import errors
 from cifar10 import progress
 from cifar10 import schedule
 from cifar10 import signals
-from cifar10.errors import UsageError
 from cifar10.hparams import DEFAULT
 from compat_v1 import inputs
 from compat_v1 import restore
@@ -56,7 +55,7 @@ def run(config, device_config):
     saver = v1.train.Saver(max_to_keep=config.max_checkpoints_to_keep)
     if init_path:
       averages = {n: g.ema.average(v) for n, v in g.params.items()}
-      init_saver = restore.saver(init_path, g.global_step, g.params, averages)
+      init_loader = restore.Loader(g.global_step, g.params, averages)
     init = v1.global_variables_initializer()
     os.makedirs(config.train_dir, exist_ok=True)
     writer = v1.summary.FileWriter(config.train_dir, graph)
@@ -68,13 +67,12 @@ def run(config, device_config):
       try:
         saver.restore(sess, latest)
       except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
-        raise UsageError(f"cannot restore {latest}: {str(e).splitlines()[0][:200]}; move it "
-                         "away to start afresh") from None
+        raise errors.cannot_resume(latest, e) from None
       logging.info("Resumed from %s at step %d", latest, start)
     else:
       sess.run(init)
       if init_path:
-        init_saver.restore(sess, init_path)
+        init_loader.load(sess, init_path)
         logging.info("Initialized from %s at step %d", init_path, start)
     logger = progress.StepLogger(start, config.max_steps, config.batch_size * n,
                                  config.log_frequency)

@@ -24,7 +24,6 @@ from cifar10 import input_pipeline
 from cifar10 import progress
 from cifar10 import schedule
 from cifar10 import signals
-from cifar10.errors import UsageError
 from strategies import coordinator_loop
 from strategies import distribute
 from strategies.trainer import Trainer
@@ -38,8 +37,7 @@ def restore_latest(checkpoint, train_dir):
   try:
     checkpoint.restore(path).assert_existing_objects_matched()
   except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
-    raise UsageError(f"cannot restore {path}: {str(e).splitlines()[0][:200]}; move it away to "
-                     "start afresh") from None
+    raise errors.cannot_resume(path, e) from None
   return path
 
 

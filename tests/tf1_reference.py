@@ -17,6 +17,7 @@ the original's runs did; "updated": the update first).
 
 import re
 
+import numpy as np
 import tensorflow as tf
 
 from cifar10 import input_pipeline as ip
@@ -93,11 +94,12 @@ def average_gradients(tower_grads):
 
 
 def train(num_gpus, seed, steps, batch_size, decay_steps, ema_reads, save_path=None,
-          dtype=tf.float32):
+          save_after=None, dtype=tf.float32):
   """`steps` steps of the original on the shared stream of `seed`, from the project's initial
   values for `seed`; returns {"grads": first step's averaged gradients, "weights", "ema",
   "global_step"} as numpy, keyed by TF1 names. With save_path, the original's
-  Saver(tf.global_variables()) writes save_path-<last loop index>, as the original did."""
+  Saver(tf.global_variables()) writes `save_path-<loop index>` after `save_after` steps (by
+  default the last), numbered by the loop index as the original numbered its files."""
   initial = model.initial_values(seed)
   with tf.Graph().as_default(), tf.device("/cpu:0"):
     global_step = v1.get_variable("global_step", [], initializer=v1.constant_initializer(0),
@@ -134,11 +136,30 @@ def train(num_gpus, seed, steps, batch_size, decay_steps, ema_reads, save_path=N
     with v1.Session(config=config) as sess:
       sess.run(v1.global_variables_initializer())
       step_grads = []
-      for _ in range(steps):
+      for step in range(steps):
         # The gradients of the batch this step trains on (the update waits for them).
         step_grads.append(sess.run([train_op, [g for g, _ in grads]])[1])
-      if save_path:
-        saver.save(sess, save_path, global_step=steps - 1)
+        if save_path and step + 1 == (save_after or steps):
+          saver.save(sess, save_path, global_step=step)
       weights, ema, final_step = sess.run([v1.trainable_variables(), averages, global_step])
   return {"grads": dict(zip(names, step_grads[0])), "weights": dict(zip(names, weights)),
           "ema": dict(zip(names, ema)), "global_step": final_step}
+
+
+def eval_recipe(checkpoint_dir):
+  """The original `cifar10_eval.py` restore: the model's variables under their scopes,
+  `ExponentialMovingAverage(0.9999).variables_to_restore()`, a Saver over that map, the newest
+  checkpoint of the folder, and the global step parsed from its file name. Returns (step,
+  {TF1 name: restored value})."""
+  with tf.Graph().as_default():
+    images = tf.zeros([1, 24, 24, 3])
+    inference(images, {n: np.zeros(s.shape, np.float32) for n, s in
+                       zip(model.VARIABLE_NAMES, model.SPECS)}, tf.float32)
+    variable_averages = v1.train.ExponentialMovingAverage(0.9999)
+    saver = v1.train.Saver(variable_averages.variables_to_restore())
+    with v1.Session() as sess:
+      ckpt = v1.train.get_checkpoint_state(checkpoint_dir)
+      saver.restore(sess, ckpt.model_checkpoint_path)
+      global_step = ckpt.model_checkpoint_path.split("/")[-1].split("-")[-1]
+      values = sess.run({re.sub(r":0$", "", v.name): v for v in v1.trainable_variables()})
+  return int(global_step), values
