@@ -40,7 +40,8 @@ def v1(n, batch, warmup, steps, threads):
     g = towers.build_train_graph(images, labels, names, seed=0,
                                  decay_steps=schedule.decay_steps(batch), hparams=DEFAULT)
     with tf.compat.v1.Session(config=proto) as sess:
-      sess.run(tf.compat.v1.global_variables_initializer())
+      sess.run([tf.compat.v1.global_variables_initializer(),
+                tf.compat.v1.local_variables_initializer()])
       for _ in range(warmup):
         sess.run(g.train_op)
       begin = time.time()

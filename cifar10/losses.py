@@ -4,6 +4,9 @@ The total loss of the original is `mean(cross_entropy) + sum(wd * l2_loss(w))`. 
 trainer computes it per tower and averages the tower gradients; a tf.distribute trainer SUMS
 replica gradients, so each replica must scale by the global batch and add 1/N of the weight
 decay. Both reductions live here, side by side, and tests/test_losses.py proves them equal.
+
+Also here: the original's per-tower loss terms and their moving averages, which both
+trainers write as summaries under the original's tags.
 """
 
 import tensorflow as tf
@@ -25,7 +28,20 @@ def weight_decay(params):
 
 def tower_loss(logits, labels, params):
   """TF1 tower reduction: mean cross-entropy over the tower's batch plus the full decay."""
-  return tf.reduce_mean(cross_entropy(logits, labels)) + weight_decay(params)
+  return tower_terms(logits, labels, params)["total_loss"]
+
+
+def tower_terms(logits, labels, params):
+  """The original's 'losses' collection of one tower and its sum, keyed by the names its
+  summaries carried (tower prefix stripped): `local3/weight_loss`, `local4/weight_loss`,
+  `cross_entropy` and `total_loss` (== tower_loss). The original also collected zero terms
+  (wd=0.0) for conv1, conv2 and softmax_linear; they are left out."""
+  terms = {f"{s.name.split('/')[0]}/weight_loss":
+               tf.multiply(tf.nn.l2_loss(params[s.name]), s.wd) for s in model.SPECS if s.wd}
+  decay = tf.add_n(list(terms.values()))  # the same ops as weight_decay(params)
+  terms["cross_entropy"] = tf.reduce_mean(cross_entropy(logits, labels))
+  terms["total_loss"] = terms["cross_entropy"] + decay
+  return terms
 
 
 def replica_loss(logits, labels, params, global_batch_size, num_replicas):
@@ -37,3 +53,24 @@ def replica_loss(logits, labels, params, global_batch_size, num_replicas):
   per_example = cross_entropy(logits, labels)
   return (tf.reduce_sum(per_example) / tf.cast(global_batch_size, tf.float32)
           + weight_decay(params) / tf.cast(num_replicas, tf.float32))
+
+
+# The original's loss averages: ExponentialMovingAverage(0.9, name='avg') of each tower term,
+# applied to tensors, which tf.compat.v1 does without zero-debiasing (the average starts at 0).
+# Its summaries showed the average under the term's name and the raw value under
+# "<name> (raw)", which TF1's summary name check rewrote to "<name>__raw_": that is the tag
+# TensorBoard showed, and ours.
+LOSS_AVERAGE_DECAY = 0.9
+RAW_TAG_SUFFIX = "__raw_"
+# The keys of tower_terms, in the original's collection order.
+LOSS_TERMS = tuple(f"{s.name.split('/')[0]}/weight_loss" for s in model.SPECS if s.wd) + (
+    "cross_entropy", "total_loss")
+
+
+def average_update(average, value, decay=LOSS_AVERAGE_DECAY):
+  """One step of the original's loss average on `average` (a float32 scalar variable that
+  starts at 0); returns the new average. The same ops as the tf.compat.v1 moving average
+  (`average -= (average - value) * (1 - decay)`, 1 - decay rounded in float32), so the values
+  equal the original's to the bit."""
+  one_minus_decay = 1.0 - tf.constant(decay, tf.float32)
+  return average.assign_sub((average - value) * one_minus_decay)

@@ -96,26 +96,32 @@ def _pool(x):
   return tf.nn.max_pool2d(x, ksize=3, strides=2, padding="SAME")
 
 
-def inference(params, images, compute_dtype=tf.float32):
+# The layers whose outputs the original summarised (`_activation_summary`), in order.
+ACTIVATION_LAYERS = ("conv1", "conv2", "local3", "local4", "softmax_linear")
+
+
+def inference(params, images, compute_dtype=tf.float32, activations=None):
   """Logits [batch, 10] (float32) for images [batch, 24, 24, 3]; the batch comes from `images`.
 
   With compute_dtype float16 (the original `--use_fp16`) activations and a float16 copy of each
   weight are used in the forward pass while the variables stay float32, so the gradients and
-  the update remain float32.
+  the update remain float32. A dict passed as `activations` receives each layer's output
+  under its name in ACTIVATION_LAYERS (for the original's activation summaries).
   """
+  out = {} if activations is None else activations
   p = {name: tf.cast(params[name], compute_dtype) for name in VARIABLE_NAMES}
   x = tf.cast(images, compute_dtype)
   # bias_add, as the original: its gradient (BiasAddGrad) sums over batch and space in
   # another order than the gradient of `+` (a broadcasting Sum), and only BiasAddGrad gives
-  # the original's conv bias gradients to the bit (`+` differed by up to 6e-7 relative).
-  x = tf.nn.relu(_conv_bias_add(tf.nn.conv2d(x, p["conv1/weights"], 1, "SAME"),
-                                p["conv1/biases"]))
-  x = _lrn(_pool(x))
-  x = tf.nn.relu(_conv_bias_add(tf.nn.conv2d(x, p["conv2/weights"], 1, "SAME"),
-                                p["conv2/biases"]))
-  x = _pool(_lrn(x))
-  x = tf.reshape(x, [tf.shape(x)[0], _LOCAL3_IN])
-  x = tf.nn.relu(tf.matmul(x, p["local3/weights"]) + p["local3/biases"])
-  x = tf.nn.relu(tf.matmul(x, p["local4/weights"]) + p["local4/biases"])
-  logits = tf.matmul(x, p["softmax_linear/weights"]) + p["softmax_linear/biases"]
-  return tf.cast(logits, tf.float32)
+  # the original's conv bias gradients to the bit (`+` differed by up to 7e-7 relative).
+  out["conv1"] = tf.nn.relu(_conv_bias_add(tf.nn.conv2d(x, p["conv1/weights"], 1, "SAME"),
+                                           p["conv1/biases"]))
+  x = _lrn(_pool(out["conv1"]))
+  out["conv2"] = tf.nn.relu(_conv_bias_add(tf.nn.conv2d(x, p["conv2/weights"], 1, "SAME"),
+                                           p["conv2/biases"]))
+  x = tf.reshape(_pool(_lrn(out["conv2"])), [tf.shape(x)[0], _LOCAL3_IN])
+  out["local3"] = tf.nn.relu(tf.matmul(x, p["local3/weights"]) + p["local3/biases"])
+  out["local4"] = tf.nn.relu(tf.matmul(out["local3"], p["local4/weights"]) + p["local4/biases"])
+  out["softmax_linear"] = (tf.matmul(out["local4"], p["softmax_linear/weights"])
+                           + p["softmax_linear/biases"])
+  return tf.cast(out["softmax_linear"], tf.float32)

@@ -1,8 +1,11 @@
 """The original's progress lines, printed the same way by both trainers and both evaluators.
 
-`<time>: step N, loss = X (Y examples/sec; Z sec/batch)` every log_frequency steps, where
-examples/sec counts the global batch and sec/batch is one global step, averaged since the
-previous line. The first step (tracing, graph optimisation) is kept out of the averages.
+`<time>: step N, loss = X (Y examples/sec; Z sec/batch)`, numbered as the original numbered
+them: N is the 0-based index of the step just run (the global step before it), and a line is
+printed for N = 0, log_frequency, 2 * log_frequency, ... and for the last step. X is that
+step's loss; examples/sec counts the global batch and sec/batch is one global step, averaged
+since the previous line (the first line, like the original's, times the first step alone,
+graph building and tracing included).
 """
 
 import datetime
@@ -15,25 +18,24 @@ class StepLogger:
   """Call `after_step(step, loss_fn)` once per step; loss_fn is only called on log steps."""
 
   def __init__(self, start_step, max_steps, global_batch_size, log_frequency):
-    self.start, self.max_steps = start_step, max_steps
+    self.max_steps = max_steps
     self.global_batch_size, self.log_frequency = global_batch_size, log_frequency
-    self.tick, self.tick_step = time.time(), start_step
+    self.tick, self.last = time.time(), start_step - 1  # time and index of the last line
 
   def after_step(self, step, loss_fn):
     """Logs for 0-based `step` when due; returns the loss value if it was fetched."""
-    done = step + 1
-    if step <= self.start:
-      self.tick, self.tick_step = time.time(), done
-      return None
-    # Under asynchronous workers the global step jumps; a line needs a new multiple.
-    if done <= self.tick_step or (done % self.log_frequency and done != self.max_steps):
+    last_step = step + 1 == self.max_steps
+    # Asynchronous workers see the global step jump: a line is due when `step` enters a new
+    # block of log_frequency steps, which in a synchronous run is exactly at the multiples.
+    if step <= self.last or (step // self.log_frequency == self.last // self.log_frequency
+                             and not last_step):
       return None
     loss = float(loss_fn())  # waits for the device, so the time below is honest
-    elapsed, steps = time.time() - self.tick, done - self.tick_step
+    elapsed, steps = time.time() - self.tick, step - self.last
     logging.info("%s: step %d, loss = %.2f (%.1f examples/sec; %.3f sec/batch)",
                  datetime.datetime.now(), step, loss,
                  steps * self.global_batch_size / elapsed, elapsed / steps)
-    self.tick, self.tick_step = time.time(), done
+    self.tick, self.last = time.time(), step
     return loss
 
 

@@ -57,12 +57,13 @@ def run(config, device_config):
       averages = {n: g.ema.average(v) for n, v in g.params.items()}
       init_loader = restore.Loader(g.global_step, g.params, averages)
     init = v1.global_variables_initializer()
+    local_init = v1.local_variables_initializer()
     os.makedirs(config.train_dir, exist_ok=True)
     writer = v1.summary.FileWriter(config.train_dir, graph)
   graph.finalize()
   prefix = os.path.join(config.train_dir, "model.ckpt")
   with v1.Session(graph=graph, config=proto) as sess:
-    sess.run(input_init, feed)
+    sess.run([input_init, local_init], feed)
     if latest:
       try:
         saver.restore(sess, latest)

@@ -18,6 +18,7 @@ import tensorflow as tf
 from cifar10 import losses
 from cifar10 import model
 from cifar10 import schedule
+from cifar10 import summaries as cifar10_summaries
 
 v1 = tf.compat.v1
 TOWER_NAME = "tower"
@@ -39,6 +40,14 @@ def tower_params(initial_values):
       with v1.variable_scope(scope):
         params[spec.name] = v1.get_variable(leaf, initializer=initial_values[spec.name])
   return params
+
+
+def _summary_variable(name):
+  """A float32 scalar for summaries only: a local variable, so no Saver saves it (a resumed
+  run starts the original's loss averages at 0 again, as the original's did)."""
+  with v1.variable_scope("summaries"):
+    return v1.get_variable(name, [], tf.float32, v1.zeros_initializer(), trainable=False,
+                           collections=[v1.GraphKeys.LOCAL_VARIABLES])
 
 
 def average_gradients(tower_grads):
@@ -79,8 +88,10 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
     for i, device in enumerate(devices):
       with tf.device(device), tf.name_scope(f"{TOWER_NAME}_{i}"):
         params = tower_params(initial_values)
-        logits = model.inference(params, image_slices[i], compute_dtype)
-        loss = losses.tower_loss(logits, label_slices[i], params)
+        activations = {}  # the last tower's are summarised, as in the original
+        logits = model.inference(params, image_slices[i], compute_dtype, activations)
+        terms = losses.tower_terms(logits, label_slices[i], params)
+        loss = terms["total_loss"]  # == losses.tower_loss
         v1.get_variable_scope().reuse_variables()
         variables = [params[n] for n in model.VARIABLE_NAMES]
         tower_grads.append(opt.compute_gradients(loss, variables))
@@ -108,9 +119,16 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
         apply_op = opt.apply_gradients(grads, global_step=global_step)
       with tf.control_dependencies([apply_op]):
         train_op = ema.apply(variables)
+    with tf.control_dependencies([loss]):
+      loss_averages = {n: losses.average_update(_summary_variable(n + "/avg"), terms[n])
+                       for n in losses.LOSS_TERMS}
+    train_op = tf.group(train_op, *loss_averages.values())
     # After the step, so the weight histograms show the updated weights as in TF2.
     with tf.control_dependencies([train_op]):
       summaries = [v1.summary.scalar("loss", loss), v1.summary.scalar("learning_rate", lr)]
+      scalars, histograms = cifar10_summaries.original(activations, terms, loss_averages)
+      summaries += [v1.summary.scalar(tag, value) for tag, value in scalars.items()]
+      summaries += [v1.summary.histogram(tag, value) for tag, value in histograms.items()]
       for name, (grad, var) in zip(model.VARIABLE_NAMES, grads):
         # "/values": a bare "conv1/weights" would collide with the variable's op name.
         summaries.append(v1.summary.histogram(name + "/values", var.read_value()))

@@ -131,7 +131,7 @@ def v1_train(n, seed, steps, per_replica_batch, decay_steps, ema_reads="updated"
                                  decay_steps=decay_steps, hparams=DEFAULT, ema_reads=ema_reads)
     shadows = {f"{n}/ExponentialMovingAverage": g.ema.average(v) for n, v in g.params.items()}
     with v1.Session(config=_v1_session(n)) as sess:
-      sess.run(v1.global_variables_initializer())
+      sess.run([v1.global_variables_initializer(), v1.local_variables_initializer()])
       lrs, loss_values = [], []
       for _ in range(steps):
         _, loss, lr = sess.run([g.train_op, g.loss, g.learning_rate])

@@ -67,7 +67,7 @@ def _after_schedule(config, trainer, manager, coordinator, result, writer, logge
                     stopping):
   """Joins the workers when a log line, summary or checkpoint is due after `step`."""
   done = step + 1
-  due_log = done % config.log_frequency == 0 or done == config.max_steps
+  due_log = step % config.log_frequency == 0 or done == config.max_steps
   due_save = done % config.save_checkpoint_steps == 0 or done == config.max_steps or stopping
   due_summary = step % config.save_summaries_steps == 0
   if not (due_log or due_save or due_summary):

@@ -32,6 +32,7 @@ from tensorflow.python.distribute import sharded_variable  # pylint: disable=g-d
 from cifar10 import losses
 from cifar10 import model
 from cifar10 import schedule
+from cifar10 import summaries
 from cifar10.hparams import DEFAULT
 
 
@@ -57,6 +58,10 @@ class Trainer:
       # Shadows must be created eagerly under the scope; inside tf.function EMA cannot. Each
       # shard's shadow is colocated with the shard (never partitioned again).
       self.ema.apply(self.shards)
+      # The original's loss averages, for summaries only: not checkpointed (a resumed run
+      # starts them at 0 again, as the original's did).
+      self.loss_averages = {n: tf.Variable(0.0, trainable=False, name=n + "/avg")
+                            for n in losses.LOSS_TERMS}
     self.averages = {n: _join(v, [self.ema.average(s) for s in _parts(v)])
                      for n, v in self.params.items()}
     self.step_fn = tf.function(self._step)  # the compiled step, for ClusterCoordinator.schedule
@@ -79,30 +84,37 @@ class Trainer:
     return schedule.learning_rate(self.global_step, self.decay_steps, self.hparams)
 
   def _replica_gradients(self, images, labels, *extra):
-    """Loss and gradients of one replica; the all-reduce sums the gradients and `extra`."""
+    """Loss and gradients of one replica; the all-reduce sums the gradients and `extra`.
+    Also returns the tower terms and activations the original summarised."""
     ctx = tf.distribute.get_replica_context()
+    activations = {}
     with tf.GradientTape() as tape:
-      logits = model.inference(self.params, images, self.compute_dtype)
+      logits = model.inference(self.params, images, self.compute_dtype, activations)
       loss = losses.replica_loss(logits, labels, self.params, self.global_batch_size,
                                  ctx.num_replicas_in_sync)
     grads = tape.gradient(loss, self.shards)
+    terms = losses.tower_terms(logits, labels, self.params)
     # identity: a copy on this replica's device (the input lives on the host, and the
     # all-reduce takes its destinations from where its values are).
     extra = [tf.identity(x) for x in extra]
-    return loss, ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads + extra)
+    return loss, ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads + extra), terms, activations
 
   def gradients(self, images, labels):
     """(global loss, all-reduced gradients as per-replica values) for one distributed batch.
 
     The gradients follow `self.shards`: one per weight unless the weights are partitioned.
     """
-    loss, grads = self.strategy.run(self._replica_gradients, args=(images, labels))
+    loss, grads, _, _ = self.strategy.run(self._replica_gradients, args=(images, labels))
     return self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None), grads
 
   def _step(self, iterator, stop):
     images, labels = next(iterator)
-    loss, reduced = self.strategy.run(self._replica_gradients, args=(images, labels, stop))
-    loss = self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+    _, reduced, terms, activations = self.strategy.run(self._replica_gradients,
+                                                       args=(images, labels, stop))
+    # The loss reported and checked is the towers' (mean of the replicas' tower losses): the
+    # same value as compat_v1 reports, to the bit. (The sum of the replica losses that the
+    # gradients come from is the same number up to float32 rounding.)
+    loss = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, terms["total_loss"], axis=None)
     grads, stop = reduced[:-1], reduced[-1]
     loss = tf.debugging.check_numerics(loss, "loss is not finite")
     lr = self.lr()
@@ -116,9 +128,20 @@ class Trainer:
       self.global_step.assign_add(1)
       if self.ema_reads == "updated":
         self._apply_ema()
+      # The original's summaries come from its last tower: here, the last local replica.
+      last = lambda value: self.strategy.experimental_local_results(value)[-1]
+      terms = {n: last(v) for n, v in terms.items()}
+      loss_averages = {n: losses.average_update(self.loss_averages[n], terms[n])
+                       for n in losses.LOSS_TERMS}
     step = self.global_step - 1
     tf.summary.scalar("loss", loss, step=step)
     tf.summary.scalar("learning_rate", lr, step=step)
+    scalars, histograms = summaries.original(
+        {n: last(v) for n, v in activations.items()}, terms, loss_averages)
+    for tag, value in scalars.items():
+      tf.summary.scalar(tag, value, step=step)
+    for tag, value in histograms.items():
+      tf.summary.histogram(tag, value, step=step)
     if not self.partitions:  # PSS writes no summaries from its workers
       for name, grad in zip(model.VARIABLE_NAMES, grads):
         tf.summary.histogram(name + "/values", self.params[name], step=step)

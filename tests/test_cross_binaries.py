@@ -20,7 +20,7 @@ from tests import helpers
 
 pytestmark = pytest.mark.slow
 COMMON = ("--num_gpus=2", "--batch_size=8", "--seed=2", "--save_checkpoint_steps=6",
-          "--log_frequency=4")
+          "--log_frequency=4", "--save_summaries_steps=5")
 
 
 def _train(trainer, train_dir, data, *extra):
@@ -76,17 +76,40 @@ def test_same_flags_write_bit_identical_checkpoints(runs):
   assert checkpoints.read(f"{root}/v1").global_step == 12
 
 
-def test_v1_logs_and_summaries_like_tf2(runs):
-  root, log, _ = runs
-  assert "running 2 towers on 2 CPU devices" in log
-  assert [int(s) for s in re.findall(r"step (\d+), loss = \d+\.\d\d \(", log)] == [3, 7, 11]
-  tags = {}
-  for path in glob.glob(f"{root}/v1/events.out.tfevents.*"):
+def _summaries(train_dir):
+  """{tag: {step: scalar value, or None for a histogram}} of a run's event files."""
+  out = {}
+  for path in glob.glob(f"{train_dir}/events.out.tfevents.*"):
     for event in tf.compat.v1.train.summary_iterator(path):
       for value in event.summary.value:
-        tags.setdefault(value.tag, []).append(event.step)
-  for tag in ("loss", "learning_rate", "conv1/weights/values", "conv1/weights/gradients"):
-    assert tags[tag] == [0], tag
+        if value.HasField("histo") or (value.HasField("tensor") and value.tensor.tensor_shape.dim):
+          scalar = None
+        else:  # v1 writes simple_value, tf.summary a float32 tensor
+          scalar = (np.float32(value.simple_value) if value.WhichOneof("value") == "simple_value"
+                    else tf.make_ndarray(value.tensor).item())
+        out.setdefault(value.tag, {})[event.step] = scalar
+  return out
+
+
+def test_both_log_and_summarise_like_the_original_and_alike(runs):
+  root, log, _ = runs
+  assert "running 2 towers on 2 CPU devices" in log
+  # The original's numbering: the 0-based index of the step (and here the last one, too).
+  assert [int(s) for s in re.findall(r"step (\d+), loss = \d+\.\d\d \(", log)] == [0, 4, 8, 11]
+  v1, tf2 = _summaries(root / "v1"), _summaries(root / "tf2")
+  assert set(v1) == set(tf2)
+  layers = ("conv1", "conv2", "local3", "local4", "softmax_linear")
+  terms = ("cross_entropy", "local3/weight_loss", "local4/weight_loss", "total_loss")
+  expected = {"loss", "learning_rate"} | {f"{l}/activations" for l in layers} | {
+      f"{l}/sparsity" for l in layers} | set(terms) | {t + "__raw_" for t in terms} | {
+      f"{n}/{kind}" for n in model.VARIABLE_NAMES for kind in ("values", "gradients")}
+  assert set(v1) == expected, set(v1) ^ expected
+  for tag, steps in v1.items():
+    assert list(steps) == [0, 5, 10], tag
+    assert steps == tf2[tag], (tag, steps, tf2[tag])  # every scalar (loss too) bit-identical
+  # The loss averages start from 0, as the original's ExponentialMovingAverage(0.9) did.
+  raw, average = v1["cross_entropy__raw_"], v1["cross_entropy"]
+  assert average[0] == pytest.approx(0.1 * raw[0], rel=1e-6) and 0 < v1["conv1/sparsity"][0] < 1
 
 
 def test_tf2_continues_a_v1_run_as_if_it_never_stopped(runs, tmp_path):

@@ -60,7 +60,7 @@ def test_ten_steps_across_two_decays_give_identical_weights_ema_and_lr():
   assert a.global_step == b.global_step == 10
   assert len(a.variables) == 2 * len(model.VARIABLE_NAMES)
   _assert_ok(compare.compare(a.variables, b.variables))
-  np.testing.assert_allclose(a.losses, b.losses, rtol=1e-6)
+  assert a.losses == b.losses  # the towers' loss, reported alike
   initial = model.initial_values(SEED)
   assert not np.array_equal(a.variables["conv1/weights"], initial["conv1/weights"])
 

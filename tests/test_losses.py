@@ -1,6 +1,7 @@
 """The two reductions of the tutorial's loss are one loss (and one gradient)."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from cifar10 import losses
@@ -47,3 +48,20 @@ def test_replica_sum_equals_tower_mean_in_value_and_gradient():
     g_replica = tape.gradient(replica, params[name]).numpy()
     g_tower = tape.gradient(tower, params[name]).numpy()
     np.testing.assert_array_equal(g_replica, g_tower, err_msg=name)
+
+
+def test_loss_average_is_the_originals_moving_average_to_the_bit():
+  values = [2.5, 2.25, 2.4, 1.9, 2.0, 1.7]
+  with tf.Graph().as_default():  # the original: ExponentialMovingAverage(0.9) of a tensor
+    value = tf.compat.v1.placeholder(tf.float32, [])
+    total_loss = tf.identity(value, name="total_loss")
+    averages = tf.compat.v1.train.ExponentialMovingAverage(0.9, name="avg")
+    with tf.control_dependencies([averages.apply([total_loss])]):
+      average = tf.identity(averages.average(total_loss))
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      expected = [sess.run(average, {value: v}) for v in values]
+  average = tf.Variable(0.0)
+  got = [losses.average_update(average, tf.constant(v)).numpy() for v in values]
+  np.testing.assert_array_equal(got, expected)
+  assert got[0] == pytest.approx(0.25)  # not debiased: the average starts from 0

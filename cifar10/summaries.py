@@ -1,0 +1,34 @@
+"""What the original tutorial summarised of one tower, by tag; each trainer writes the values
+with its own API (tf.summary in strategies/, tf.compat.v1.summary in compat_v1/).
+
+The original's tags, tower prefix stripped as its `_activation_summary` and `tower_loss` did:
+
+  <layer>/activations   histogram of the layer's output (conv1 ... softmax_linear)
+  <layer>/sparsity      fraction of zeros in it (tf.nn.zero_fraction)
+  <term>__raw_          the tower's loss term (cross_entropy, local3/weight_loss,
+                        local4/weight_loss, total_loss); the original asked for
+                        "<term> (raw)", which TF1 rewrote to this
+  <term>                its moving average (ExponentialMovingAverage(0.9, name='avg'))
+
+As in the original multi-GPU trainer, the values are those of the last tower (replica).
+The trainers' own `loss`, `learning_rate`, `<variable>/values` and `<variable>/gradients` are
+written beside them.
+"""
+
+import tensorflow as tf
+
+from cifar10 import losses
+from cifar10 import model
+
+
+def original(activations, terms, averages):
+  """({tag: scalar tensor}, {tag: tensor for a histogram}) from inference's `activations`,
+  losses.tower_terms and their averages (losses.average_update)."""
+  scalars, histograms = {}, {}
+  for layer in model.ACTIVATION_LAYERS:
+    histograms[f"{layer}/activations"] = activations[layer]
+    scalars[f"{layer}/sparsity"] = tf.nn.zero_fraction(activations[layer])
+  for name in losses.LOSS_TERMS:
+    scalars[name + losses.RAW_TAG_SUFFIX] = terms[name]
+    scalars[name] = averages[name]
+  return scalars, histograms
