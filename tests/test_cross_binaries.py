@@ -14,8 +14,11 @@ import pytest
 import tensorflow as tf
 
 from cifar10 import checkpoints
+from cifar10 import config
 from cifar10 import input_pipeline as ip
 from cifar10 import model
+from compat_v1 import loop as v1_loop
+from strategies import loop as tf2_loop
 from tests import helpers
 
 pytestmark = pytest.mark.slow
@@ -112,17 +115,26 @@ def test_both_log_and_summarise_like_the_original_and_alike(runs):
   assert average[0] == pytest.approx(0.1 * raw[0], rel=1e-6) and 0 < v1["conv1/sparsity"][0] < 1
 
 
+def _continue(root, train_dir, init_from):
+  """The training loops of the two binaries in-process, with the fixture's flags (COMMON and
+  its data), from step 6 of the other trainer's run to step 12."""
+  return config.TrainConfig(
+      train_dir=str(train_dir), max_steps=12, batch_size=8, seed=2, dataset="cifar10_bin",
+      data_dir=str(root / "data"), save_checkpoint_steps=6, log_frequency=4,
+      save_summaries_steps=5, init_from=init_from)
+
+
 def test_tf2_continues_a_v1_run_as_if_it_never_stopped(runs, tmp_path):
-  root, _, data = runs
-  result = _train("strategies.train", tmp_path, data, "--max_steps=12",
-                  f"--init_from={root}/v1/model.ckpt-6")
-  assert "Initialized from" in result.stderr and "at step 6" in result.stderr
+  root, _, _ = runs
+  train_config = _continue(root, tmp_path, f"{root}/v1/model.ckpt-6")
+  assert tf2_loop.run(train_config, ["/cpu:0", "/cpu:1"], "mirrored") == 12
   _assert_same(str(tmp_path), f"{root}/v1/model.ckpt-12")
 
 
 def test_v1_continues_a_tf2_run_as_if_it_never_stopped(runs, tmp_path):
-  root, _, data = runs
-  _train("compat_v1.train", tmp_path, data, "--max_steps=12", f"--init_from={root}/tf2/ckpt-6")
+  root, _, _ = runs
+  train_config = _continue(root, tmp_path, f"{root}/tf2/ckpt-6")
+  assert v1_loop.run(train_config, config.DeviceConfig(num_gpus=2)) == 12
   _assert_same(str(tmp_path), f"{root}/tf2/ckpt-12")
 
 
