@@ -19,11 +19,11 @@ def tf2(n, batch, warmup, steps, threads):
   stream = ip.train_dataset(ip.synthetic_source(0), seed=0, global_batch_size=batch * n)
   iterator = iter(strategy.experimental_distribute_dataset(stream))
   for _ in range(warmup):
-    loss, _, _ = trainer.train_step(iterator)
+    loss, _, _, _ = trainer.train_step(iterator)
   float(loss)
   begin = time.time()
   for _ in range(steps):
-    loss, _, _ = trainer.train_step(iterator)
+    loss, _, _, _ = trainer.train_step(iterator)
   float(loss)
   return time.time() - begin
 

@@ -92,7 +92,7 @@ def tf2_train(n, seed, steps, per_replica_batch, decay_steps, ema_reads="updated
   iterator = iter(strategy.experimental_distribute_dataset(stream))
   lrs, loss_values = [], []
   for _ in range(steps):
-    loss, lr, _ = trainer.train_step(iterator)
+    loss, lr, _, _ = trainer.train_step(iterator)
     lrs.append(float(lr))
     loss_values.append(float(loss))
   variables = {n: v.numpy() for n, v in trainer.params.items()}

@@ -74,7 +74,7 @@ def _after_schedule(config, trainer, manager, coordinator, result, writer, logge
     return
   try:
     coordinator.join()
-    loss, lr, _ = result.fetch()
+    loss, lr, _, _ = result.fetch()
   except tf.errors.InvalidArgumentError as e:
     if "loss is not finite" not in str(e):
       raise

@@ -47,7 +47,8 @@ def build_trainer(config, strategy):
       strategy, seed=config.seed, global_batch_size=config.batch_size * n,
       decay_steps=schedule.decay_steps(config.batch_size, n, config.decay_steps_per_global_batch),
       learning_rate=config.learning_rate,
-      compute_dtype=tf.float16 if config.use_fp16 else tf.float32, ema_reads=config.ema_reads)
+      compute_dtype=tf.float16 if config.use_fp16 else tf.float32, ema_reads=config.ema_reads,
+      summary_outputs=not isinstance(strategy, tf.distribute.ParameterServerStrategy))
 
 
 def run(config, devices, strategy_name="mirrored", peer_timeout_secs=None,
@@ -112,21 +113,19 @@ def _train(config, strategy, save_dir, chief):
             start_step=start, shard=(ctx.input_pipeline_id, ctx.num_input_pipelines))))
   writer = (tf.summary.create_file_writer(config.train_dir) if chief
             else tf.summary.create_noop_writer())
-  every = config.save_summaries_steps
-  # Evaluated inside the step after the increment: record steps 0, every, 2 * every, ...
-  should_record = lambda: tf.equal((trainer.global_step - 1) % every, 0)
 
   logger = progress.StepLogger(start, config.max_steps, config.batch_size * n,
                                config.log_frequency)
-  with writer.as_default(), tf.summary.record_if(should_record), \
-      signals.stop_on_sigterm() as stop_requested:
+  with writer.as_default(), signals.stop_on_sigterm() as stop_requested:
     for step in range(start, config.max_steps):
       try:
-        loss, _, stopping = trainer.train_step(iterator, bool(stop_requested))
+        loss, lr, stopping, record = trainer.train_step(iterator, bool(stop_requested))
       except tf.errors.InvalidArgumentError as e:
         if "loss is not finite" not in str(e):
           raise
         raise errors.nan_loss(step, tf.train.latest_checkpoint(config.train_dir)) from None
+      if chief and step % config.save_summaries_steps == 0:
+        trainer.write_summaries(step, loss, lr, record)
       logger.after_step(step, lambda: loss)
       done = step + 1
       # Every worker sees the same `stopping` at the same step, so all of them take part in

@@ -40,7 +40,8 @@ class Trainer:
   """Variables and compiled steps for one strategy; build it once, before the first step."""
 
   def __init__(self, strategy, *, seed, global_batch_size, decay_steps, hparams=DEFAULT,
-               learning_rate=None, compute_dtype=tf.float32, ema_reads="updated"):
+               learning_rate=None, compute_dtype=tf.float32, ema_reads="updated",
+               summary_outputs=True):
     if learning_rate is not None:
       hparams = dataclasses.replace(hparams, initial_learning_rate=learning_rate)
     self.strategy = strategy
@@ -49,6 +50,9 @@ class Trainer:
     self.hparams = hparams
     self.compute_dtype = compute_dtype
     self.ema_reads = ema_reads
+    # Whether train_step returns what write_summaries needs (not under ParameterServerStrategy,
+    # whose coordinator would fetch it from the workers and writes its own summaries).
+    self.summary_outputs = summary_outputs
     values = model.initial_values(seed)
     with strategy.scope():
       self.params = {n: tf.Variable(values[n], name=n) for n in model.VARIABLE_NAMES}
@@ -133,39 +137,41 @@ class Trainer:
       terms = {n: last(v) for n, v in terms.items()}
       loss_averages = {n: losses.average_update(self.loss_averages[n], terms[n])
                        for n in losses.LOSS_TERMS}
-    step = self.global_step - 1
-
-    def write_summaries():
-      # Decided once by the cond around this: one branch instead of a cond per summary op
-      # (40 of them cost seconds of tracing), and the histograms and sparsities are only
-      # computed on the steps that record.
-      # "/": the root name scope, so the tags do not take the cond's "cond/" prefix.
-      with tf.summary.record_if(True), tf.name_scope("/"):
-        tf.summary.scalar("loss", loss, step=step)
-        tf.summary.scalar("learning_rate", lr, step=step)
-        scalars, histograms = summaries.original(
-            {n: last(v) for n, v in activations.items()}, terms, loss_averages)
-        for tag, value in scalars.items():
-          tf.summary.scalar(tag, value, step=step)
-        for tag, value in histograms.items():
-          tf.summary.histogram(tag, value, step=step)
-        if not self.partitions:  # PSS writes no summaries from its workers
-          for name, grad in zip(model.VARIABLE_NAMES, grads):
-            tf.summary.histogram(name + "/values", self.params[name], step=step)
-            tf.summary.histogram(name + "/gradients",
-                                 self.strategy.experimental_local_results(grad)[0], step=step)
-      return tf.constant(True)
-
-    tf.cond(tf.summary.should_record_summaries(), write_summaries, lambda: tf.constant(False))
+    record = {}
+    if self.summary_outputs:
+      record = {"terms": terms, "averages": loss_averages,
+                "activations": {n: last(v) for n, v in activations.items()},
+                "gradients": [self.strategy.experimental_local_results(g)[0] for g in grads]}
     # The reduced request is the same on every replica; > 0 if any replica anywhere asked.
-    return loss, lr, self.strategy.experimental_local_results(stop)[0] > 0
+    return loss, lr, self.strategy.experimental_local_results(stop)[0] > 0, record
+
+  def write_summaries(self, step, loss, lr, record):
+    """Writes step `step`'s summaries into the default writer, eagerly, from what train_step
+    returned: loss, learning rate, the original's summaries (cifar10.summaries) and the
+    histograms of each weight (after the update) and its all-reduced gradient.
+
+    Eagerly and only on the steps that record: written inside the compiled step, the
+    summary ops (under tf.summary.record_if) made its tracing and first run ~5 s longer.
+    """
+    tf.summary.scalar("loss", loss, step=step)
+    tf.summary.scalar("learning_rate", lr, step=step)
+    scalars, histograms = summaries.original(record["activations"], record["terms"],
+                                             record["averages"])
+    for tag, value in scalars.items():
+      tf.summary.scalar(tag, value, step=step)
+    for tag, value in histograms.items():
+      tf.summary.histogram(tag, value, step=step)
+    for name, grad in zip(model.VARIABLE_NAMES, record["gradients"]):
+      tf.summary.histogram(name + "/values", self.params[name], step=step)
+      tf.summary.histogram(name + "/gradients", grad, step=step)
 
   def _apply_ema(self):
     with self.strategy.scope():  # EMA looks its shadows up by the scoped variables.
       self.ema.apply(self.shards)
 
   def train_step(self, iterator, stop_requested=False):
-    """One synchronous step; returns (global loss, learning rate used, whether to stop).
+    """One synchronous step; returns (global loss, learning rate used, whether to stop,
+    the values write_summaries needs: {} without summary_outputs).
 
     `stop_requested` is this process's wish to stop after the step; the returned flag is
     the wish of any process of the job, the same on all of them.
