@@ -2,10 +2,10 @@
 
   python -m benchmarks.throughput --num_gpus=1,2 --steps=50 --warmup=10
 
-Each (trainer, N) runs in its own child process (devices are fixed when TensorFlow starts)
-on the shared synthetic stream, the full step included (input, forward, backward, all-reduce
-or tower average, update, EMA). After --warmup steps, --steps steps are timed, ending with a
-wait for the device. Prints examples/sec of each and the ratio TF2 / v1 per N. On a machine
+Each (trainer, N) runs the trainer's real loop (benchmarks.measure) in its own child process
+(devices are fixed when TensorFlow starts) on the shared synthetic stream, with what a user's
+run does around the step (loss check, log lines, summaries every 100 steps, the final
+checkpoint). After --warmup steps, --steps steps are timed. Prints examples/sec of each and the ratio TF2 / v1 per N. On a machine
 without GPUs N means N logical CPU devices that share the same cores.
 """
 
@@ -16,15 +16,21 @@ import sys
 
 from absl import flags
 
-import cifar10_flags as common
+from cifar10.errors import UsageError
+from harness import cli
 
-flags.DEFINE_list("num_gpus", ["1", "2"], "Replica / tower counts to measure.")
-flags.DEFINE_integer("batch_size", 128, "Images per replica per step.")
-flags.DEFINE_integer("steps", 50, "Timed steps.")
-flags.DEFINE_integer("warmup", 10, "Untimed steps first (tracing, graph optimisation).")
-flags.DEFINE_integer("intra_op_threads", 0, "Threads inside one op (0: TF decides).")
-flags.DEFINE_string("child", None, "Internal: 'tf2:N' or 'v1:N', run one measurement.")
-FLAGS = flags.FLAGS
+
+def define_flags(fv):
+  flags.DEFINE_list("num_gpus", ["1", "2"], "Replica / tower counts to measure.",
+                    flag_values=fv)
+  flags.DEFINE_integer("batch_size", 128, "Images per replica per step.", flag_values=fv)
+  flags.DEFINE_integer("steps", 50, "Timed steps.", flag_values=fv)
+  flags.DEFINE_integer("warmup", 10, "Untimed steps first (tracing, graph optimisation).",
+                       flag_values=fv)
+  flags.DEFINE_integer("intra_op_threads", 0, "Threads inside one op (0: TF decides).",
+                       flag_values=fv)
+  flags.DEFINE_string("child", None, "Internal: 'tf2:N' or 'v1:N', run one measurement.",
+                      flag_values=fv)
 
 
 def _child(spec, batch, steps, warmup, threads):
@@ -41,18 +47,18 @@ def _run_child(kind, n, batch, steps, warmup, threads):
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
   out = subprocess.run(args, capture_output=True, text=True, env=env, check=False)
   if out.returncode:
-    raise common.UsageError(f"{kind} with N={n} failed: {out.stderr.strip().splitlines()[-1]}")
+    raise UsageError(f"{kind} with N={n} failed: {out.stderr.strip().splitlines()[-1]}")
   return json.loads(out.stdout.strip().splitlines()[-1])["examples_per_sec"]
 
 
-def main():
-  batch, steps, warmup = FLAGS.batch_size, FLAGS.steps, FLAGS.warmup
-  run = (batch, steps, warmup, FLAGS.intra_op_threads)
-  if FLAGS.child:
-    return _child(FLAGS.child, *run)
-  counts = [int(n) for n in FLAGS.num_gpus]
+def main(values):
+  batch, steps, warmup = values.batch_size, values.steps, values.warmup
+  run = (batch, steps, warmup, values.intra_op_threads)
+  if values.child:
+    return _child(values.child, *run)
+  counts = [int(n) for n in values.num_gpus]
   if min(counts) < 1 or steps < 1 or batch < 1 or warmup < 1:
-    raise common.UsageError("--num_gpus, --steps, --warmup and --batch_size must be positive")
+    raise UsageError("--num_gpus, --steps, --warmup and --batch_size must be positive")
   print(f"global batch = {batch} x N, {steps} timed steps after {warmup} warm-up steps, "
         "synthetic data")
   print(f"{'N':>3} {'TF2 ex/s':>10} {'v1 ex/s':>10} {'TF2 / v1':>9}")
@@ -62,4 +68,4 @@ def main():
 
 
 if __name__ == "__main__":
-  common.app_run(main)
+  cli.app_run(define_flags, main)

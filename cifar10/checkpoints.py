@@ -100,14 +100,3 @@ def read(path, kinds=("weights", "ema", "step")):
   return State(weights=as_float32("weights"), averages=as_float32("ema"),
                global_step=int(values.get(("step", "global_step"), 0)))
 
-
-def evaluate_each(evaluate, config):
-  """Calls evaluate(path) on the newest checkpoint (config.run_once) or on each new one as it
-  appears, every eval_interval_secs, like `cifar10_eval.py`; returns the last result."""
-  if config.run_once:
-    return evaluate(resolve(config.checkpoint_dir))
-  result = None
-  for path in tf.train.checkpoints_iterator(config.checkpoint_dir,
-                                            min_interval_secs=config.eval_interval_secs):
-    result = evaluate(path)
-  return result

@@ -82,11 +82,12 @@ class TrainConfig:
   max_steps: int = 1000000
   batch_size: int = DEFAULT.batch_size
   seed: int = 0
-  dataset: str = "synthetic"
+  dataset: str = "cifar10"  # the default of every binary's --dataset too
   data_dir: Optional[str] = None
   download: bool = False
   learning_rate: float = DEFAULT.initial_learning_rate
   decay_steps_per_global_batch: bool = False
+  decay_steps: int = 0  # steps between decays; 0: the original's formula (cifar10.schedule)
   use_fp16: bool = False
   log_frequency: int = 10
   save_summaries_steps: int = 100
@@ -102,12 +103,31 @@ class TrainConfig:
                  "save_checkpoint_steps", "max_checkpoints_to_keep"):
       _positive(name, getattr(self, name))
     _non_negative("seed", self.seed)
+    _non_negative("decay_steps", self.decay_steps)
     if not self.learning_rate > 0:
       raise UsageError(f"--learning_rate must be positive, got {self.learning_rate}")
     check_dataset(self.dataset, self.data_dir)
     if self.ema_reads not in EMA_READS:
       raise UsageError(f"--ema_reads must be one of {', '.join(EMA_READS)}, got "
                        f"{self.ema_reads!r}")
+
+  @property
+  def hparams(self):
+    """The original's hyper-parameters with this run's learning rate and batch: the one place
+    where the flags meet cifar10.hparams."""
+    return dataclasses.replace(DEFAULT, initial_learning_rate=self.learning_rate,
+                               batch_size=self.batch_size)
+
+  def global_batch_size(self, replicas):
+    """Examples per step over `replicas` replicas (towers) of batch_size each."""
+    return self.batch_size * replicas
+
+  def steps_between_decays(self, replicas):
+    """decay_steps, or the original's count for `replicas` replicas (towers)."""
+    if self.decay_steps:
+      return self.decay_steps
+    from cifar10 import schedule  # pylint: disable=g-import-not-at-top  # imports TensorFlow
+    return schedule.decay_steps(self.batch_size, replicas, self.decay_steps_per_global_batch)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +140,7 @@ class EvalConfig:
   batch_size: int = DEFAULT.batch_size
   run_once: bool = False
   eval_interval_secs: int = 60 * 5
-  dataset: str = "synthetic"
+  dataset: str = "cifar10"
   data_dir: Optional[str] = None
   download: bool = False
   seed: int = 0

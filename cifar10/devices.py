@@ -1,25 +1,14 @@
-"""Device set-up: the TF2 form of every ConfigProto/GPUOptions setting the TF1 trainer used.
+"""The device plan both trainers follow: which devices a DeviceConfig asks for.
 
-`setup(DeviceConfig)` must run before TensorFlow creates its first op (afterwards TF refuses to
-change devices or thread pools). It returns the device names to put replicas/towers on:
-`/gpu:0..N-1`, or on a machine without GPUs `/cpu:0..N-1` as N logical CPU devices (announced
-in one log line). `visible_gpu_indices`, `plan` and `memory_limit_mb` are the pure decisions,
-shared with the tf.compat.v1 trainer's ConfigProto and tested without GPUs.
-
-  TF1 (ConfigProto / GPUOptions)            TF2 (here)
-  gpu_options.visible_device_list, CUDA_... tf.config.set_visible_devices
-  device_count={'GPU': 0}                   cpu_only -> set_visible_devices([], 'GPU')
-  gpu_options.allow_growth                  tf.config.experimental.set_memory_growth
-  per_process_gpu_memory_fraction           LogicalDeviceConfiguration(memory_limit=MiB)
-  log_device_placement                      tf.debugging.set_log_device_placement
-  allow_soft_placement                      tf.config.set_soft_device_placement
-  intra/inter_op_parallelism_threads        tf.config.threading.set_*_parallelism_threads
+Pure decisions, tested without GPUs: `visible_gpu_indices` (--visible_gpus, --cpu_only),
+`plan` (`/gpu:0..N-1`, or on a machine without GPUs `/cpu:0..N-1`, N logical CPU devices) and
+`memory_limit_mb` (either form of the memory cap). strategies.devices applies the plan with
+tf.config, compat_v1.devices writes it into a ConfigProto.
 """
 
 import subprocess
 
 from absl import logging
-import tensorflow as tf
 
 from cifar10.errors import UsageError
 
@@ -68,34 +57,3 @@ def total_gpu_memory_mb():
   except (OSError, ValueError, subprocess.SubprocessError):
     return None
 
-
-def setup(config):
-  """Applies `config` to the TF runtime and returns the replica device names."""
-  try:
-    physical = tf.config.list_physical_devices("GPU")
-    gpus = [physical[i] for i in visible_gpu_indices(config, len(physical))]
-    tf.config.set_visible_devices(gpus, "GPU")
-    kind, names = plan(config, len(gpus))
-    limit = None
-    if gpus and (config.memory_fraction or config.memory_limit_mb):
-      total = total_gpu_memory_mb() if config.memory_fraction is not None else None
-      limit = memory_limit_mb(config, total)
-    if kind == "CPU" and config.num_gpus > 1:
-      cpu = tf.config.list_physical_devices("CPU")[0]
-      tf.config.set_logical_device_configuration(
-          cpu, [tf.config.LogicalDeviceConfiguration()] * config.num_gpus)
-      logging.info("No GPU in use: running %d replicas on %d logical CPU devices (%s)",
-                   config.num_gpus, config.num_gpus, ", ".join(names))
-    for gpu in gpus:
-      if config.allow_growth:
-        tf.config.experimental.set_memory_growth(gpu, True)
-      if limit is not None:
-        tf.config.set_logical_device_configuration(
-            gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=limit)])
-    tf.config.set_soft_device_placement(config.soft_placement)
-    tf.debugging.set_log_device_placement(config.log_device_placement)
-    tf.config.threading.set_intra_op_parallelism_threads(config.intra_op_threads)
-    tf.config.threading.set_inter_op_parallelism_threads(config.inter_op_threads)
-  except RuntimeError as e:
-    raise UsageError(f"devices must be configured before TensorFlow starts: {e}") from None
-  return names

@@ -6,15 +6,12 @@ STOPPED_EXIT_STATUS, 42, TensorFlow's own restart code for PreemptionCheckpointH
 cluster manager can tell "restart me" from a failure).
 """
 
-import re
+import contextlib
 
 STOPPED_EXIT_STATUS = 42
-
-# TensorFlow's words for "this op cannot go where it was asked" (eager, tf.function, Session).
-_PLACEMENT = (r"Could not satisfy device specification '(?P<device>[^']+)'",
-              r"Unable to find any devices for spec (?P<device>\S+)",
-              r"Cannot assign a device for operation (?P<op>[^:]+):.*?explicitly assigned to "
-              r"(?P<device>\S+)")
+# The message of the loss check both training steps run (losses.check_finite); TensorFlow
+# reports a failed check as an InvalidArgumentError carrying it; `loss_checked` finds it.
+NON_FINITE_CHECK = "loss is not finite"
 
 
 class UsageError(Exception):
@@ -25,11 +22,27 @@ class UsageError(Exception):
   """
 
 
-def nan_loss(step, last_checkpoint):
-  """The error both trainers raise when the loss of `step` is NaN or Inf."""
-  return UsageError(f"loss is NaN or Inf at step {step}; nothing of this step was applied or "
-                    f"saved (last checkpoint: {last_checkpoint}). Lower --learning_rate or "
-                    "check the data")
+class NonFiniteLoss(UsageError):
+  """The loss of a step was NaN or Inf; the check runs before any update of that step."""
+
+  def __init__(self, step, last_checkpoint):
+    super().__init__(f"loss is NaN or Inf at step {step}; nothing of this step was applied or "
+                     f"saved (last checkpoint: {last_checkpoint}). Lower --learning_rate or "
+                     "check the data")
+    self.step = step
+
+
+@contextlib.contextmanager
+def loss_checked(step, last_checkpoint):
+  """Around a training step: TensorFlow's failed loss check (an InvalidArgumentError carrying
+  NON_FINITE_CHECK, matched by class name: this module does not import TensorFlow) becomes
+  NonFiniteLoss; last_checkpoint() names the newest checkpoint for the message."""
+  try:
+    yield
+  except Exception as e:  # pylint: disable=broad-except
+    if type(e).__name__ != "InvalidArgumentError" or NON_FINITE_CHECK not in str(e):
+      raise
+    raise NonFiniteLoss(step, last_checkpoint()) from None
 
 
 def cannot_resume(path, error):
@@ -48,21 +61,3 @@ class Stopped(Exception):
 def stopped(step, path):
   return Stopped(f"SIGTERM after step {step}; saved {path}; run the same command again to "
                  "continue")
-
-
-def placement(message):
-  """The UsageError for TensorFlow's placement failure `message`, or None if it is not one.
-
-  With soft placement off, an op pinned to a device that does not exist (a GPU on a machine
-  without one) or that has no kernel for it (the TF1 guides' int32 variable on a GPU) fails
-  with a long graph dump; this says what happened and what to do in one line.
-  """
-  for pattern in _PLACEMENT:
-    match = re.search(pattern, message, re.DOTALL)
-    if match:
-      op = match.groupdict().get("op")
-      what = f"op {op}" if op else "an op"
-      return UsageError(f"{what} cannot run on {match['device']}: no such device here, or no "
-                        "kernel for it there, and --allow_soft_placement is off; turn it on to "
-                        "let TensorFlow fall back to another device (the CPU)")
-  return None

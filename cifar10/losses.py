@@ -11,7 +11,14 @@ trainers write as summaries under the original's tags.
 
 import tensorflow as tf
 
+from cifar10 import errors
 from cifar10 import model
+
+
+def check_finite(loss):
+  """`loss`, after a check that fails the step with errors.NON_FINITE_CHECK on NaN or Inf;
+  both trainers make every update of the step depend on it."""
+  return tf.debugging.check_numerics(loss, errors.NON_FINITE_CHECK)
 
 
 def cross_entropy(logits, labels):

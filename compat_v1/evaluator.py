@@ -13,10 +13,11 @@ import tensorflow as tf
 from cifar10 import checkpoints
 from cifar10 import input_pipeline as ip
 from cifar10 import model
-from cifar10 import progress
 from cifar10.hparams import DEFAULT
 from compat_v1 import inputs
 from compat_v1 import restore
+from harness import polling
+from harness import progress
 
 v1 = tf.compat.v1
 
@@ -76,4 +77,4 @@ class Evaluator:
 
 def run(config):
   """Evaluates the newest checkpoint once, or each new one every eval_interval_secs."""
-  return checkpoints.evaluate_each(Evaluator(config).evaluate, config)
+  return polling.evaluate_each(Evaluator(config).evaluate, config)

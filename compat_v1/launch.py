@@ -12,27 +12,30 @@ import sys
 
 from absl import flags
 
-import cifar10_flags as common
-from cifar10 import launcher
-
-flags.DEFINE_integer("workers", 2, "Worker processes.")
-flags.DEFINE_integer("ps", 1, "Parameter-server processes.")
-flags.DEFINE_integer("timeout_secs", 0, "Stop the whole job after this long (0: never).")
-FLAGS = flags.FLAGS
+from cifar10.errors import UsageError
+from harness import cli
+from harness import launcher
 
 
-def main(train_args):
-  if FLAGS.workers < 1 or FLAGS.ps < 1 or FLAGS.timeout_secs < 0:
-    raise common.UsageError("--workers and --ps must be >= 1, --timeout_secs >= 0")
-  spec = launcher.cluster(ps=FLAGS.ps, worker=FLAGS.workers)
+def define_flags(fv):
+  flags.DEFINE_integer("workers", 2, "Worker processes.", flag_values=fv)
+  flags.DEFINE_integer("ps", 1, "Parameter-server processes.", flag_values=fv)
+  flags.DEFINE_integer("timeout_secs", 0, "Stop the whole job after this long (0: never).",
+                       flag_values=fv)
+
+
+def main(values, train_args):
+  if values.workers < 1 or values.ps < 1 or values.timeout_secs < 0:
+    raise UsageError("--workers and --ps must be >= 1, --timeout_secs >= 0")
+  spec = launcher.cluster(ps=values.ps, worker=values.workers)
   hosts = [f"--ps_hosts={','.join(spec['ps'])}", f"--worker_hosts={','.join(spec['worker'])}"]
   tasks = [launcher.Task(job, i, [sys.executable, "-m", "compat_v1.train", f"--job_name={job}",
                                   f"--task_index={i}", *hosts, *train_args], server=job == "ps")
            for job in ("ps", "worker") for i in range(len(spec[job]))]
-  status = launcher.run(tasks, chief="worker:0", timeout=FLAGS.timeout_secs or None)
+  status = launcher.run(tasks, chief="worker:0", timeout=values.timeout_secs or None)
   if status:
-    raise common.UsageError(launcher.describe(status))
+    raise UsageError(launcher.describe(status))
 
 
 if __name__ == "__main__":
-  common.app_run(main, takes_args=True)
+  cli.app_run(define_flags, main, takes_args=True)

@@ -1,10 +1,14 @@
-"""The Session loop of the tower trainer: resume, input, logging, summaries, Saver.
+"""The tower trainer's Session loop, driven from outside: build the graph, then run it.
 
-`run(config, device_config)` mirrors strategies.loop step for step: it resumes from the newest
-`model.ckpt-STEP` in train_dir (reading its global step before the graph is built, so the
-shared input stream starts at the same example as TF2's would), prints the same line every
-log_frequency steps, writes summaries every save_summaries_steps with a FileWriter and saves
-with tf.compat.v1.train.Saver every save_checkpoint_steps and at the end.
+  devices, session_config = compat_v1.devices.setup(device_config)   # the entry point's job
+  compat_v1.loop.run(config, devices, session_config)                # -> the final global step
+
+`run` mirrors strategies.loop step for step: it resumes from the newest `model.ckpt-STEP` in
+train_dir (reading its global step before the graph is built, so the shared input stream
+starts at the same example as TF2's would) or starts from --init_from, prints the same line
+every log_frequency steps, writes summaries every save_summaries_steps with a FileWriter and
+saves with tf.compat.v1.train.Saver every save_checkpoint_steps, at the end and on SIGTERM.
+`build` is its first half: the graph and every op the loop runs, finalized.
 """
 
 import dataclasses
@@ -15,45 +19,55 @@ import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10 import errors
-from cifar10 import progress
-from cifar10 import schedule
-from cifar10 import signals
-from cifar10.hparams import DEFAULT
 from compat_v1 import inputs
 from compat_v1 import restore
-from compat_v1 import session
-from compat_v1 import towers
+from compat_v1.step import build_train_graph
+from compat_v1.step import TrainGraph
+from harness import progress
+from harness import signals
 
 v1 = tf.compat.v1
 
 
-def run(config, device_config):
-  """Trains; returns the final global step. Raises UsageError on bad data or a NaN loss."""
-  devices, proto = session.setup(device_config)
+@dataclasses.dataclass
+class Built:
+  """The finalized training graph and what the loop runs in it."""
+  graph: tf.Graph
+  train: TrainGraph
+  input_init: tf.Operation
+  feed: dict
+  init: tf.Operation
+  local_init: tf.Operation
+  saver: v1.train.Saver
+  writer: v1.summary.FileWriter
+  init_loader: restore.Loader  # assigns an --init_from checkpoint; None without one
+
+
+def last_checkpoint(config):
+  return tf.train.latest_checkpoint(config.train_dir)
+
+
+# ---------------------------------------------------------------------------- Graph
+
+def build(config, devices, start, arrays, init_from=None):
+  """The tower graph of `config` on `devices`, its input starting at step `start`.
+
+  arrays: (images, labels) numpy arrays of the training split, or None for synthetic data.
+  """
   n = len(devices)
-  latest = tf.train.latest_checkpoint(config.train_dir)
-  init_path = checkpoints.resolve(config.init_from) if config.init_from and not latest else None
-  resume_from = latest or init_path
-  start = checkpoints.read(resume_from).global_step if resume_from else 0
-  if start >= config.max_steps:
-    logging.info("Step %d already reached --max_steps=%d; nothing to do", start,
-                 config.max_steps)
-    return start
-  decay_steps = schedule.decay_steps(config.batch_size, n, config.decay_steps_per_global_batch)
-  logging.info("Training %s on %d tower(s) %s, global batch %d, decay every %d steps",
-               config.dataset, n, devices, config.batch_size * n, decay_steps)
-  arrays = inputs.load(config, "train")
   graph = tf.Graph()
   with graph.as_default():
     images, labels, input_init, feed = inputs.train_batch(
-        arrays, seed=config.seed, global_batch_size=config.batch_size * n, start_step=start)
-    hparams = dataclasses.replace(DEFAULT, initial_learning_rate=config.learning_rate)
-    g = towers.build_train_graph(
-        images, labels, devices, seed=config.seed, decay_steps=decay_steps, hparams=hparams,
-        compute_dtype=tf.float16 if config.use_fp16 else tf.float32,
+        arrays, seed=config.seed, global_batch_size=config.global_batch_size(n),
+        start_step=start)
+    g = build_train_graph(
+        images, labels, devices, seed=config.seed,
+        decay_steps=config.steps_between_decays(n),
+        hparams=config.hparams, compute_dtype=tf.float16 if config.use_fp16 else tf.float32,
         ema_reads=config.ema_reads)
     saver = v1.train.Saver(max_to_keep=config.max_checkpoints_to_keep)
-    if init_path:
+    init_loader = None
+    if init_from:
       averages = {n: g.ema.average(v) for n, v in g.params.items()}
       init_loader = restore.Loader(g.global_step, g.params, averages)
     init = v1.global_variables_initializer()
@@ -61,44 +75,69 @@ def run(config, device_config):
     os.makedirs(config.train_dir, exist_ok=True)
     writer = v1.summary.FileWriter(config.train_dir, graph)
   graph.finalize()
+  return Built(graph, g, input_init, feed, init, local_init, saver, writer, init_loader)
+
+
+# ---------------------------------------------------------------------------- Train loop
+
+def run(config, devices, session_config, dataset=None, on_step=None):
+  """Trains; returns the final global step.
+
+  dataset: the examples to train on, (images, labels) numpy arrays; default: config.dataset.
+  on_step: called as on_step(step) after each step (0-based), e.g. by the benchmark's clock.
+  Raises UsageError on bad data, errors.NonFiniteLoss on a NaN/Inf loss (nothing of that
+  step applied or saved) and errors.Stopped after saving on SIGTERM.
+  """
+  n = len(devices)
+  latest = last_checkpoint(config)
+  init_path = checkpoints.resolve(config.init_from) if config.init_from and not latest else None
+  resume_from = latest or init_path
+  start = checkpoints.read(resume_from).global_step if resume_from else 0
+  if start >= config.max_steps:
+    logging.info("Step %d already reached --max_steps=%d; nothing to do", start,
+                 config.max_steps)
+    return start
+  arrays = dataset if dataset is not None else inputs.load(config, "train")
+  b = build(config, devices, start, arrays, init_path)
+  logging.info("Training %s on %d tower(s) %s, global batch %d, decay every %d steps",
+               config.dataset, n, devices, config.global_batch_size(n),
+               config.steps_between_decays(n))
+  g = b.train
   prefix = os.path.join(config.train_dir, "model.ckpt")
-  with v1.Session(graph=graph, config=proto) as sess:
-    sess.run([input_init, local_init], feed)
+  with v1.Session(graph=b.graph, config=session_config) as sess:
+    sess.run([b.input_init, b.local_init], b.feed)
     if latest:
       try:
-        saver.restore(sess, latest)
+        b.saver.restore(sess, latest)
       except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
         raise errors.cannot_resume(latest, e) from None
       logging.info("Resumed from %s at step %d", latest, start)
     else:
-      sess.run(init)
+      sess.run(b.init)
       if init_path:
-        init_loader.load(sess, init_path)
+        b.init_loader.load(sess, init_path)
         logging.info("Initialized from %s at step %d", init_path, start)
-    logger = progress.StepLogger(start, config.max_steps, config.batch_size * n,
+    logger = progress.StepLogger(start, config.max_steps, config.global_batch_size(n),
                                  config.log_frequency)
     with signals.stop_on_sigterm() as stop_requested:
       for step in range(start, config.max_steps):
         fetches = [g.train_op, g.loss]
         if step % config.save_summaries_steps == 0:
           fetches.append(g.summary_op)
-        try:
+        with errors.loss_checked(step, lambda: last_checkpoint(config)):
           out = sess.run(fetches)
-        except tf.errors.InvalidArgumentError as e:
-          if "loss is not finite" not in str(e):
-            raise
-          raise errors.nan_loss(step, tf.train.latest_checkpoint(config.train_dir)) from None
         if len(out) == 3:
-          writer.add_summary(out[2], step)
+          b.writer.add_summary(out[2], step)
         logger.after_step(step, lambda: out[1])
         done = step + 1
         stopping = bool(stop_requested) and done < config.max_steps
         if done % config.save_checkpoint_steps == 0 or done == config.max_steps or stopping:
-          path = saver.save(sess, prefix, global_step=done)
+          path = b.saver.save(sess, prefix, global_step=done)
+        if on_step:
+          on_step(step)
         if stopping:
-          writer.close()
+          b.writer.close()
           raise errors.stopped(done, path)
-  writer.close()
-  logging.info("Done: step %d, checkpoint %s", config.max_steps,
-               tf.train.latest_checkpoint(config.train_dir))
+  b.writer.close()
+  logging.info("Done: step %d, checkpoint %s", config.max_steps, last_checkpoint(config))
   return config.max_steps

@@ -4,7 +4,9 @@
       --train_dir=/tmp/cifar10_train_v1
 
 Same flags and defaults as `strategies.train` (without --strategy); with the same --seed,
---dataset, --num_gpus, --batch_size and --max_steps both write the same weights.
+--dataset, --num_gpus, --batch_size and --max_steps both write the same weights. The devices
+and the ConfigProto are built here and handed to the loop (compat_v1.loop, or
+compat_v1.cluster_loop for a task of a ps/worker cluster).
 
 The TF1 cluster recipe takes the classic flags (or TF_CONFIG), one process per task:
   python -m compat_v1.train --job_name=ps --task_index=0 --ps_hosts=h0:2222 \
@@ -13,61 +15,59 @@ The TF1 cluster recipe takes the classic flags (or TF_CONFIG), one process per t
 (`python -m compat_v1.launch --workers=2 --ps=1 -- <flags>` does this on one machine).
 """
 
-import json
-import os
-
 from absl import flags
 
-import cifar10_flags as common
-
-common.define_data_flags()
-common.define_device_flags()
-common.define_train_flags()
-flags.DEFINE_string("job_name", None, "ps | worker: run one task of a ps/worker cluster.")
-flags.DEFINE_integer("task_index", 0, "Index of this task within its job.")
-flags.DEFINE_list("ps_hosts", [], "host:port of every ps task.")
-flags.DEFINE_list("worker_hosts", [], "host:port of every worker task (worker 0 is chief).")
-flags.DEFINE_bool("sync_replicas", False, "Aggregate the gradients of all workers per update "
-                  "(SyncReplicasOptimizer) instead of asynchronous updates.")
-FLAGS = flags.FLAGS
+from cifar10.errors import UsageError
+from harness import cli
+from harness import cluster
+from harness import options
 
 
-def _cluster_task():
-  """(cluster dict, job, index) from the flags or TF_CONFIG; None for a single machine."""
-  if FLAGS.job_name:
-    if FLAGS.job_name not in ("ps", "worker") or not FLAGS.worker_hosts or not FLAGS.ps_hosts:
-      raise common.UsageError("--job_name must be ps or worker, with --ps_hosts and "
-                              "--worker_hosts both given")
-    return {"ps": FLAGS.ps_hosts, "worker": FLAGS.worker_hosts}, FLAGS.job_name, \
-        FLAGS.task_index
-  config = json.loads(os.environ.get("TF_CONFIG") or "{}")
-  if config.get("cluster"):
-    task = config.get("task", {})
-    return config["cluster"], task.get("type", "worker"), int(task.get("index", 0))
-  return None
+def define_flags(fv):
+  options.define_train_flags(fv)
+  flags.DEFINE_string("job_name", None, "ps | worker: run one task of a ps/worker cluster.",
+                      flag_values=fv)
+  flags.DEFINE_integer("task_index", 0, "Index of this task within its job.", flag_values=fv)
+  flags.DEFINE_list("ps_hosts", [], "host:port of every ps task.", flag_values=fv)
+  flags.DEFINE_list("worker_hosts", [], "host:port of every worker task (worker 0 is chief).",
+                    flag_values=fv)
+  flags.DEFINE_bool("sync_replicas", False, "Aggregate the gradients of all workers per "
+                    "update (SyncReplicasOptimizer) instead of asynchronous updates.",
+                    flag_values=fv)
 
 
-def main():
-  devices_config = common.device_config(FLAGS)
-  train_config = common.train_config(FLAGS)
-  cluster_task = _cluster_task()
-  if cluster_task is None:
+def _task(values):
+  """This process's cluster.Task, from the classic flags or else TF_CONFIG."""
+  if values.job_name:
+    if values.job_name not in ("ps", "worker") or not values.worker_hosts \
+        or not values.ps_hosts:
+      raise UsageError("--job_name must be ps or worker, with --ps_hosts and --worker_hosts "
+                       "both given")
+    return cluster.Task({"ps": values.ps_hosts, "worker": values.worker_hosts},
+                        values.job_name, values.task_index)
+  return cluster.current()
+
+
+def main(values):
+  device_config = options.device_config(values)
+  train_config = options.train_config(values)
+  task = _task(values)
+  if task.cluster and values.sync_replicas and train_config.ema_reads == "previous":
+    raise UsageError("--ema_reads=previous is not available with --sync_replicas: "
+                     "SyncReplicasOptimizer updates the moving averages after the update")
+  if task.cluster and not 0 <= task.index < len(task.cluster.get(task.type, [])):
+    raise UsageError(f"--task_index={task.index} but the {task.type} job has "
+                     f"{len(task.cluster.get(task.type, []))} task(s)")
+  # TensorFlow is imported only now, so bad flags are answered in milliseconds.
+  from compat_v1 import devices  # pylint: disable=g-import-not-at-top
+  names, session_config = devices.setup(device_config)
+  if task.cluster is None:
     from compat_v1 import loop  # pylint: disable=g-import-not-at-top
-    loop.run(train_config, devices_config)
-    return
-  spec, job, index = cluster_task
-  if FLAGS.sync_replicas and train_config.ema_reads == "previous":
-    raise common.UsageError("--ema_reads=previous is not available with --sync_replicas: "
-                            "SyncReplicasOptimizer updates the moving averages after the "
-                            "update")
-  if not 0 <= index < len(spec.get(job, [])):
-    raise common.UsageError(f"--task_index={index} but the {job} job has "
-                            f"{len(spec.get(job, []))} task(s)")
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from compat_v1 import cluster  # pylint: disable=g-import-not-at-top
-  cluster.run(train_config, devices_config, tf.train.ClusterSpec(spec), job, index,
-              FLAGS.sync_replicas)
+    loop.run(train_config, names, session_config)
+  else:
+    from compat_v1 import cluster_loop  # pylint: disable=g-import-not-at-top
+    cluster_loop.run(train_config, names, session_config, task, values.sync_replicas)
 
 
 if __name__ == "__main__":
-  common.app_run(main)
+  cli.app_run(define_flags, main)

@@ -14,39 +14,44 @@ import sys
 
 from absl import flags
 
-import cifar10_flags as common
+from cifar10.errors import UsageError
+from harness import cli
 
-flags.DEFINE_integer("num_gpus", 2, "Replicas / towers (logical CPU devices here).")
-flags.DEFINE_integer("steps", 10, "Training steps to compare.")
-flags.DEFINE_integer("batch_size", 8, "Images per replica / tower.")
-flags.DEFINE_integer("decay_steps", 4, "Small, so the comparison crosses decay boundaries.")
-flags.DEFINE_integer("seed", 0, "Seed of weights and data.")
-flags.DEFINE_bool("multi_worker", False, "Also run --num_gpus worker processes of "
-                  "MultiWorkerMirroredStrategy on 127.0.0.1 and compare them with the towers.")
-FLAGS = flags.FLAGS
+
+def define_flags(fv):
+  flags.DEFINE_integer("num_gpus", 2, "Replicas / towers (logical CPU devices here).",
+                       flag_values=fv)
+  flags.DEFINE_integer("steps", 10, "Training steps to compare.", flag_values=fv)
+  flags.DEFINE_integer("batch_size", 8, "Images per replica / tower.", flag_values=fv)
+  flags.DEFINE_integer("decay_steps", 4, "Small, so the comparison crosses decay boundaries.",
+                       flag_values=fv)
+  flags.DEFINE_integer("seed", 0, "Seed of weights and data.", flag_values=fv)
+  flags.DEFINE_bool("multi_worker", False, "Also run --num_gpus worker processes of "
+                    "MultiWorkerMirroredStrategy on 127.0.0.1 and compare them with the "
+                    "towers.", flag_values=fv)
 
 SINGLE_DEVICE_TOLERANCE = 2e-6
 
 
-def main():
+def main(values):
   for name in ("num_gpus", "steps", "batch_size", "decay_steps"):
-    if getattr(FLAGS, name) < 1:
-      raise common.UsageError(f"--{name} must be a positive integer, got {getattr(FLAGS, name)}")
+    if getattr(values, name) < 1:
+      raise UsageError(f"--{name} must be a positive integer, got {getattr(values, name)}")
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  n = FLAGS.num_gpus
+  n = values.num_gpus
   if n > 1:
     tf.config.set_logical_device_configuration(
         tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * n)
   from absl import logging  # pylint: disable=g-import-not-at-top
   logging.set_verbosity(logging.WARNING)  # the tables are the output, not TF's progress notes
   from equivalence import report  # pylint: disable=g-import-not-at-top
-  text, ok = report.run(n, FLAGS.seed, FLAGS.steps, FLAGS.batch_size, FLAGS.decay_steps,
-                        SINGLE_DEVICE_TOLERANCE, FLAGS.multi_worker)
+  text, ok = report.run(n, values.seed, values.steps, values.batch_size, values.decay_steps,
+                        SINGLE_DEVICE_TOLERANCE, values.multi_worker)
   print(text)
   print("EQUIVALENT" if ok else "NOT EQUIVALENT")
   sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":
-  common.app_run(main)
+  cli.app_run(define_flags, main)

@@ -1,12 +1,15 @@
 """Both trainers, driven in-process over the same weights and batches, for comparison.
 
-Each function returns plain numpy dicts keyed by the TF1 variable names, so `compare.py` can
-diff them without caring which world they came from. The TF2 side needs the process to have
+The training runs are the real loops (strategies.loop.run, compat_v1.loop.run) over a
+temporary train_dir, read back from what they wrote; the gradient checks call the real step
+builders. Each function returns plain numpy dicts keyed by the TF1 variable names, so
+`compare.py` can diff them without caring which world they came from. The TF2 side needs the process to have
 at least N logical CPU devices (or N GPUs) configured before TensorFlow starts; the v1 side
 asks its Session for N CPU devices itself.
 """
 
 import dataclasses
+import glob
 import sys
 import tempfile
 
@@ -14,14 +17,16 @@ import numpy as np
 import tensorflow as tf
 
 from cifar10 import checkpoints
+from cifar10 import config
 from cifar10 import input_pipeline as ip
-from cifar10 import launcher
 from cifar10 import losses
 from cifar10 import model
 from cifar10.hparams import DEFAULT
-from compat_v1 import towers
-from strategies import distribute
-from strategies.trainer import Trainer
+from compat_v1.step import build_train_graph
+from harness import cluster
+from harness import launcher
+from strategies import devices as tf2_devices
+from strategies.step import Trainer
 
 v1 = tf.compat.v1
 
@@ -44,7 +49,7 @@ def _v1_session(n):
 
 def tf2_gradients(n, seed, images, labels):
   """All-reduced MirroredStrategy gradients of one global batch over n replicas."""
-  strategy = distribute.get_strategy("mirrored", _devices(n))
+  strategy = tf2_devices.get_strategy("mirrored", _devices(n))
   trainer = Trainer(strategy, seed=seed, global_batch_size=len(images), decay_steps=1)
   dist = strategy.experimental_distribute_dataset(
       tf.data.Dataset.from_tensors((images, labels)))
@@ -56,8 +61,8 @@ def tf2_gradients(n, seed, images, labels):
 def v1_gradients(n, seed, images, labels):
   """average_gradients of n towers for the same global batch, in a Graph and Session."""
   with tf.Graph().as_default():
-    g = towers.build_train_graph(tf.constant(images), tf.constant(labels), _devices(n),
-                                 seed=seed, decay_steps=1, hparams=DEFAULT)
+    g = build_train_graph(tf.constant(images), tf.constant(labels), _devices(n), seed=seed,
+                          decay_steps=1, hparams=DEFAULT)
     with v1.Session(config=_v1_session(n)) as sess:
       sess.run(v1.global_variables_initializer())
       values = sess.run(g.grads)
@@ -82,33 +87,66 @@ class RunResult:
   global_step: int
 
 
-def tf2_train(n, seed, steps, per_replica_batch, decay_steps, ema_reads="updated"):
-  """`steps` MirroredStrategy steps from the seed's weights on the shared stream."""
-  strategy = distribute.get_strategy("mirrored", _devices(n))
-  trainer = Trainer(strategy, seed=seed, global_batch_size=per_replica_batch * n,
-                    decay_steps=decay_steps, ema_reads=ema_reads)
-  stream = ip.train_dataset(ip.synthetic_source(seed), seed=seed,
-                            global_batch_size=per_replica_batch * n)
-  iterator = iter(strategy.experimental_distribute_dataset(stream))
-  lrs, loss_values = [], []
-  for _ in range(steps):
-    loss, lr, _, _ = trainer.train_step(iterator)
-    lrs.append(float(lr))
-    loss_values.append(float(loss))
-  variables = {n: v.numpy() for n, v in trainer.params.items()}
-  variables.update({f"{n}/ExponentialMovingAverage": v.numpy()
-                    for n, v in trainer.averages.items()})
-  return RunResult(variables, lrs, loss_values, int(trainer.global_step.numpy()))
+def summaries(train_dir):
+  """{tag: {step: scalar value, or None for a histogram}} of a run's event files."""
+  out = {}
+  for path in glob.glob(f"{train_dir}/events.out.tfevents.*"):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        if value.HasField("histo") or (value.HasField("tensor") and value.tensor.tensor_shape.dim):
+          scalar = None
+        else:  # v1 writes simple_value, tf.summary a float32 tensor
+          scalar = (np.float32(value.simple_value) if value.WhichOneof("value") == "simple_value"
+                    else tf.make_ndarray(value.tensor).item())
+        out.setdefault(value.tag, {})[event.step] = scalar
+  return out
+
+
+def train_config(train_dir, seed, steps, per_replica_batch, decay_steps, **overrides):
+  """The run both loops are driven with here: synthetic data, a summary at every step (the
+  loss and learning rate of each step are read back from them), one checkpoint at the end."""
+  values = dict(train_dir=train_dir, max_steps=steps, batch_size=per_replica_batch, seed=seed,
+                dataset="synthetic", decay_steps=decay_steps, save_summaries_steps=1,
+                save_checkpoint_steps=steps, log_frequency=steps)
+  return config.TrainConfig(**{**values, **overrides})
+
+
+def _result(train_dir):
+  """The RunResult of a finished run of either loop: its newest checkpoint and summaries."""
+  state = checkpoints.read(train_dir)
+  variables = dict(state.weights)
+  variables.update({f"{n}/ExponentialMovingAverage": v for n, v in state.averages.items()})
+  tags = summaries(train_dir)
+  in_order = lambda tag: [float(v) for _, v in sorted(tags[tag].items())]
+  return RunResult(variables, in_order("learning_rate"), in_order("loss"), state.global_step)
+
+
+def tf2_train(n, seed, steps, per_replica_batch, decay_steps, **overrides):
+  """strategies.loop.run over MirroredStrategy with n replicas; its RunResult."""
+  from strategies import loop as tf2_loop  # pylint: disable=g-import-not-at-top
+  with tempfile.TemporaryDirectory(prefix="equivalence-tf2-") as train_dir:
+    tf2_loop.run(train_config(train_dir, seed, steps, per_replica_batch, decay_steps,
+                              **overrides), tf2_devices.get_strategy("mirrored", _devices(n)))
+    return _result(train_dir)
+
+
+def v1_train(n, seed, steps, per_replica_batch, decay_steps, **overrides):
+  """compat_v1.loop.run with n towers; its RunResult."""
+  from compat_v1 import loop as v1_loop  # pylint: disable=g-import-not-at-top
+  with tempfile.TemporaryDirectory(prefix="equivalence-v1-") as train_dir:
+    v1_loop.run(train_config(train_dir, seed, steps, per_replica_batch, decay_steps,
+                             **overrides), _devices(n), _v1_session(n))
+    return _result(train_dir)
 
 
 def keras_train(n, seed, steps, per_replica_batch, decay_steps):
-  """`steps` steps of Keras `fit` (strategies.keras_model) under MirroredStrategy.
+  """`steps` steps of Keras `fit` (examples.keras_model) under MirroredStrategy.
 
   No EMA (Keras keeps none); the losses are fit's per-step loss, the running mean of the
   epoch, so only the first equals the trainers' loss of that step.
   """
-  from strategies import keras_model  # pylint: disable=g-import-not-at-top  # imports keras
-  strategy = distribute.get_strategy("mirrored", _devices(n))
+  from examples import keras_model  # pylint: disable=g-import-not-at-top  # imports keras
+  strategy = tf2_devices.get_strategy("mirrored", _devices(n))
   net = keras_model.build(strategy, seed=seed, decay_steps=decay_steps)
   stream = ip.train_dataset(ip.synthetic_source(seed), seed=seed,
                             global_batch_size=per_replica_batch * n)
@@ -119,27 +157,6 @@ def keras_train(n, seed, steps, per_replica_batch, decay_steps):
                     shuffle=False)
   return RunResult({name: v.numpy() for name, v in net.params.items()}, lrs,
                    history.history["loss"], int(net.optimizer.iterations.numpy()))
-
-
-def v1_train(n, seed, steps, per_replica_batch, decay_steps, ema_reads="updated"):
-  """`steps` runs of the tower train op from the seed's weights on the shared stream."""
-  with tf.Graph().as_default():
-    stream = ip.train_dataset(ip.synthetic_source(seed), seed=seed,
-                              global_batch_size=per_replica_batch * n)
-    images, labels = v1.data.make_one_shot_iterator(stream).get_next()
-    g = towers.build_train_graph(images, labels, _devices(n), seed=seed,
-                                 decay_steps=decay_steps, hparams=DEFAULT, ema_reads=ema_reads)
-    shadows = {f"{n}/ExponentialMovingAverage": g.ema.average(v) for n, v in g.params.items()}
-    with v1.Session(config=_v1_session(n)) as sess:
-      sess.run([v1.global_variables_initializer(), v1.local_variables_initializer()])
-      lrs, loss_values = [], []
-      for _ in range(steps):
-        _, loss, lr = sess.run([g.train_op, g.loss, g.learning_rate])
-        lrs.append(float(lr))
-        loss_values.append(float(loss))
-      variables = sess.run({**g.params, **shadows})
-      step = int(sess.run(g.global_step))
-  return RunResult({k: np.asarray(v) for k, v in variables.items()}, lrs, loss_values, step)
 
 
 def multi_worker_train(workers, seed, steps, per_replica_batch):
@@ -156,7 +173,7 @@ def multi_worker_train(workers, seed, steps, per_replica_batch):
             f"--save_checkpoint_steps={steps}", f"--train_dir={train_dir}",
             "--peer_timeout_secs=120"]
     tasks = [launcher.Task("worker", i, argv,
-                           env={"TF_CONFIG": launcher.tf_config(spec, "worker", i),
+                           env={"TF_CONFIG": cluster.to_json(spec, "worker", i),
                                 "TF_CPP_MIN_LOG_LEVEL": "2"}) for i in range(workers)]
     status = launcher.run(tasks, chief="worker:0", timeout=600, echo=False)
     if status:

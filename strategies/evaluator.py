@@ -11,7 +11,8 @@ import tensorflow as tf
 from cifar10 import checkpoints
 from cifar10 import input_pipeline
 from cifar10 import model
-from cifar10 import progress
+from harness import polling
+from harness import progress
 
 
 class Evaluator:
@@ -52,4 +53,4 @@ class Evaluator:
 
 def run(config):
   """Evaluates the newest checkpoint once, or each new one every eval_interval_secs."""
-  return checkpoints.evaluate_each(Evaluator(config).evaluate, config)
+  return polling.evaluate_each(Evaluator(config).evaluate, config)

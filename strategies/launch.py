@@ -17,37 +17,41 @@ import sys
 
 from absl import flags
 
-import cifar10_flags as common
-from cifar10 import launcher
-
-flags.DEFINE_integer("workers", 2, "Worker processes.")
-flags.DEFINE_integer("ps", 0, "Parameter-server processes (0: synchronous all-reduce with "
-                     "multi_worker_mirrored; more: parameter_server).")
-flags.DEFINE_integer("timeout_secs", 0, "Stop the whole job after this long (0: never).")
-FLAGS = flags.FLAGS
+from cifar10.errors import UsageError
+from harness import cli
+from harness import cluster
+from harness import launcher
 
 
-def main(train_args):
-  if FLAGS.workers < 1 or FLAGS.ps < 0 or FLAGS.timeout_secs < 0:
-    raise common.UsageError("--workers must be >= 1, --ps and --timeout_secs >= 0")
-  if FLAGS.ps:
-    spec = launcher.cluster(chief=1, worker=FLAGS.workers, ps=FLAGS.ps)
+def define_flags(fv):
+  flags.DEFINE_integer("workers", 2, "Worker processes.", flag_values=fv)
+  flags.DEFINE_integer("ps", 0, "Parameter-server processes (0: synchronous all-reduce with "
+                       "multi_worker_mirrored; more: parameter_server).", flag_values=fv)
+  flags.DEFINE_integer("timeout_secs", 0, "Stop the whole job after this long (0: never).",
+                       flag_values=fv)
+
+
+def main(values, train_args):
+  if values.workers < 1 or values.ps < 0 or values.timeout_secs < 0:
+    raise UsageError("--workers must be >= 1, --ps and --timeout_secs >= 0")
+  if values.ps:
+    spec = launcher.cluster(chief=1, worker=values.workers, ps=values.ps)
     argv = [sys.executable, "-m", "strategies.train", "--strategy=parameter_server", *train_args]
-    tasks = [launcher.Task(job, i, argv, env={"TF_CONFIG": launcher.tf_config(spec, job, i)},
+    tasks = [launcher.Task(job, i, argv, env={"TF_CONFIG": cluster.to_json(spec, job, i)},
                            server=job != "chief", expendable=job == "worker")
              for job in ("ps", "worker", "chief") for i in range(len(spec[job]))]
     chief = "chief:0"
   else:
-    spec = launcher.cluster(worker=FLAGS.workers)
+    spec = launcher.cluster(worker=values.workers)
     tasks = [launcher.Task("worker", i, [sys.executable, "-m", "strategies.train",
                                          "--strategy=multi_worker_mirrored", *train_args],
-                           env={"TF_CONFIG": launcher.tf_config(spec, "worker", i)})
-             for i in range(FLAGS.workers)]
+                           env={"TF_CONFIG": cluster.to_json(spec, "worker", i)})
+             for i in range(values.workers)]
     chief = "worker:0"
-  status = launcher.run(tasks, chief=chief, timeout=FLAGS.timeout_secs or None)
+  status = launcher.run(tasks, chief=chief, timeout=values.timeout_secs or None)
   if status:
-    raise common.UsageError(launcher.describe(status))
+    raise UsageError(launcher.describe(status))
 
 
 if __name__ == "__main__":
-  common.app_run(main, takes_args=True)
+  cli.app_run(define_flags, main, takes_args=True)

@@ -3,43 +3,49 @@
   python -m strategies.train --num_gpus=2 --dataset=synthetic --max_steps=1000 \
       --train_dir=/tmp/cifar10_train
 
-Kept short on purpose: flags become cifar10.config objects here, the work is in
-strategies.loop. Restarting with the same --train_dir resumes from the newest checkpoint.
+Kept short on purpose: the flags become cifar10.config objects, the devices and the strategy
+are built here and handed to the loop (strategies.loop, or strategies.cluster_loop on the
+chief of a parameter-server job). Restarting with the same --train_dir resumes.
 """
 
 from absl import flags
 
-import cifar10_flags as common
-
-common.define_data_flags()
-common.define_device_flags()
-common.define_train_flags()
-flags.DEFINE_string("strategy", "mirrored", "mirrored | one_device | multi_worker_mirrored | "
-                    "parameter_server")
-flags.DEFINE_integer("peer_timeout_secs", 300, "multi_worker_mirrored: how long to wait for "
-                     "the other workers, at start and in every all-reduce.")
-flags.DEFINE_integer("ps_partition_min_bytes", 0, "parameter_server: split each weight of at "
-                     "least twice this many bytes into row blocks of at least this size over "
-                     "the ps tasks (0: no partitioning).")
-FLAGS = flags.FLAGS
+from cifar10.errors import UsageError
+from harness import cli
+from harness import options
 
 
-def main():
-  devices_config = common.device_config(FLAGS)
-  train_config = common.train_config(FLAGS)
+def define_flags(fv):
+  options.define_train_flags(fv)
+  flags.DEFINE_string("strategy", "mirrored", "mirrored | one_device | multi_worker_mirrored "
+                      "| parameter_server", flag_values=fv)
+  flags.DEFINE_integer("peer_timeout_secs", 300, "multi_worker_mirrored: how long to wait for "
+                       "the other workers, at start and in every all-reduce.", flag_values=fv)
+  flags.DEFINE_integer("ps_partition_min_bytes", 0, "parameter_server: split each weight of "
+                       "at least twice this many bytes into row blocks of at least this size "
+                       "over the ps tasks (0: no partitioning).", flag_values=fv)
+
+
+def main(values):
+  device_config = options.device_config(values)
+  train_config = options.train_config(values)
+  if values.peer_timeout_secs < 1:
+    raise UsageError("--peer_timeout_secs must be a positive integer")
   # TensorFlow is imported only now, so bad flags are answered in milliseconds.
-  from cifar10 import devices  # pylint: disable=g-import-not-at-top
-  from strategies import distribute  # pylint: disable=g-import-not-at-top
-  from strategies import loop  # pylint: disable=g-import-not-at-top
-  if FLAGS.strategy == "parameter_server" and distribute.worker_identity()[0] in ("worker",
-                                                                                   "ps"):
-    distribute.serve()  # workers and ps tasks only serve; the chief runs the loop
+  from harness import cluster  # pylint: disable=g-import-not-at-top
+  from strategies import devices  # pylint: disable=g-import-not-at-top
+  if values.strategy == "parameter_server" and cluster.current().type in ("worker", "ps"):
+    devices.serve()  # workers and ps tasks only serve; the chief runs the loop
     return
-  if FLAGS.peer_timeout_secs < 1:
-    raise common.UsageError("--peer_timeout_secs must be a positive integer")
-  loop.run(train_config, devices.setup(devices_config), FLAGS.strategy,
-           FLAGS.peer_timeout_secs, FLAGS.ps_partition_min_bytes)
+  strategy = devices.get_strategy(values.strategy, devices.setup(device_config),
+                                  values.peer_timeout_secs, values.ps_partition_min_bytes)
+  if values.strategy == "parameter_server":
+    from strategies import cluster_loop  # pylint: disable=g-import-not-at-top
+    cluster_loop.run(train_config, strategy)
+  else:
+    from strategies import loop  # pylint: disable=g-import-not-at-top
+    loop.run(train_config, strategy)
 
 
 if __name__ == "__main__":
-  common.app_run(main)
+  cli.app_run(define_flags, main)

@@ -60,3 +60,34 @@ def constant_shapes(meta_path):
     graph_def = tf.compat.v1.MetaGraphDef.FromString(f.read()).graph_def
   return [tuple(d.size for d in node.attr["value"].tensor.tensor_shape.dim)
           for node in graph_def.node if node.op == "Const"]
+
+
+def train_tf2(train_config, devices=("/cpu:0",), strategy="one_device", **kwargs):
+  """strategies.loop.run in this process, over `strategy` on these (logical CPU) devices."""
+  from strategies import devices as tf2_devices  # pylint: disable=g-import-not-at-top
+  from strategies import loop  # pylint: disable=g-import-not-at-top
+  return loop.run(train_config, tf2_devices.get_strategy(strategy, list(devices)), **kwargs)
+
+
+def train_v1(train_config, num_gpus=1, **kwargs):
+  """compat_v1.loop.run in this process, on num_gpus towers (CPU devices of its Session)."""
+  from cifar10 import config  # pylint: disable=g-import-not-at-top
+  from compat_v1 import devices as v1_devices  # pylint: disable=g-import-not-at-top
+  from compat_v1 import loop  # pylint: disable=g-import-not-at-top
+  names, session_config = v1_devices.setup(config.DeviceConfig(num_gpus=num_gpus))
+  return loop.run(train_config, names, session_config, **kwargs)
+
+
+def call(module, *args):
+  """`python -m module args...` inside this process (harness.cli.call: the same parsing, the
+  same one-line errors); returns a CompletedProcess with returncode and stderr."""
+  import contextlib  # pylint: disable=g-import-not-at-top
+  import importlib  # pylint: disable=g-import-not-at-top
+  import io  # pylint: disable=g-import-not-at-top
+  from harness import cli  # pylint: disable=g-import-not-at-top
+  binary = importlib.import_module(module)
+  takes_args = module.endswith(".launch")
+  err = io.StringIO()
+  with contextlib.redirect_stderr(err):
+    status = cli.call(binary.define_flags, binary.main, list(args), takes_args=takes_args)
+  return subprocess.CompletedProcess([module, *args], status, "", err.getvalue())

@@ -3,7 +3,7 @@
   python -m tests.sync_replicas_job UPDATES
 
 One ps and two worker servers in this process, each worker a thread with its own graph,
-wired as compat_v1.cluster wires the real trainer (replica_device_setter,
+wired as compat_v1.cluster_loop wires the real trainer (replica_device_setter,
 replicas_to_aggregate = total_num_replicas = workers, the optimizer's session hook,
 MonitoredTrainingSession with a short stop grace period). The model is one weight w and the
 loss 0.5 * (w - x)^2 with a fresh integer x per worker step, so a gradient is w - x and, at
@@ -23,7 +23,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from cifar10 import launcher
+from harness import launcher
 
 v1 = tf.compat.v1
 

@@ -4,7 +4,7 @@ import pytest
 
 from cifar10 import config
 from strategies import evaluator
-from strategies import loop
+from tests import helpers
 
 STEPS = 100
 
@@ -13,7 +13,7 @@ STEPS = 100
 def test_synthetic_precision_after_100_steps(tmp_path):
   train = config.TrainConfig(train_dir=str(tmp_path / "train"), max_steps=STEPS, batch_size=32,
                              seed=5, dataset="synthetic", save_checkpoint_steps=STEPS)
-  assert loop.run(train, ["/cpu:0"], "one_device") == STEPS
+  assert helpers.train_tf2(train) == STEPS
   precision, step = evaluator.run(config.EvalConfig(
       checkpoint_dir=train.train_dir, eval_dir=str(tmp_path / "eval"), run_once=True,
       num_examples=2048, dataset="synthetic", seed=5))

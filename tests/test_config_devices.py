@@ -65,3 +65,42 @@ def test_more_gpus_than_visible_is_an_error():
     devices.visible_gpu_indices(config.DeviceConfig(visible_gpus="0,3"), 2)
   with pytest.raises(UsageError, match="use --gpu_memory_limit_mb instead"):
     devices.memory_limit_mb(config.DeviceConfig(memory_fraction=0.5), None)
+
+
+def test_each_run_value_has_one_home():
+  run = config.TrainConfig(train_dir="/tmp/x", batch_size=32, learning_rate=0.05)
+  # The learning rate and batch of the run reach the original's hyper-parameters here only.
+  assert run.hparams.initial_learning_rate == 0.05 and run.hparams.batch_size == 32
+  assert run.hparams.moving_average_decay == 0.9999  # the rest is the original's
+  assert run.global_batch_size(4) == 128
+  # The original's decay count: per-replica batches, unless asked for global ones.
+  assert run.steps_between_decays(4) == int(50000 / 32 * 350) == 546875
+  assert config.TrainConfig(train_dir="/tmp/x", batch_size=32, decay_steps_per_global_batch=True
+                            ).steps_between_decays(4) == int(50000 / 128 * 350)
+  assert config.TrainConfig(train_dir="/tmp/x", decay_steps=7).steps_between_decays(4) == 7
+
+
+def test_every_flag_default_is_the_config_default():
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from harness import options  # pylint: disable=g-import-not-at-top
+  fv = flags.FlagValues()
+  options.define_train_flags(fv)
+  fv(["binary", "--train_dir=/tmp/x"])
+  assert options.train_config(fv) == config.TrainConfig(train_dir="/tmp/x")
+  assert options.device_config(fv) == config.DeviceConfig()
+  fv = flags.FlagValues()
+  options.define_eval_flags(fv)
+  fv(["binary", "--checkpoint_dir=c", "--eval_dir=e"])
+  assert options.eval_config(fv) == config.EvalConfig(checkpoint_dir="c", eval_dir="e")
+
+
+def test_tf2_device_setup_in_a_running_runtime_takes_devices_it_already_has():
+  # The tests' runtime has 4 logical CPU devices (conftest): setting up 1, 2 or 4 replicas
+  # changes nothing and names them; more than it has cannot be set up any more.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from strategies import devices as tf2_devices  # pylint: disable=g-import-not-at-top
+  assert len(tf.config.list_logical_devices("CPU")) == 4  # the runtime is started now
+  assert tf2_devices.setup(config.DeviceConfig()) == ["/cpu:0"]
+  assert tf2_devices.setup(config.DeviceConfig(num_gpus=4)) == [f"/cpu:{i}" for i in range(4)]
+  with pytest.raises(UsageError, match="devices must be configured before TensorFlow starts"):
+    tf2_devices.setup(config.DeviceConfig(num_gpus=5))

@@ -17,8 +17,7 @@ from cifar10 import checkpoints
 from cifar10 import config
 from cifar10 import input_pipeline as ip
 from cifar10 import model
-from compat_v1 import loop as v1_loop
-from strategies import loop as tf2_loop
+from equivalence import runs as equivalence_runs
 from tests import helpers
 
 pytestmark = pytest.mark.slow
@@ -79,27 +78,12 @@ def test_same_flags_write_bit_identical_checkpoints(runs):
   assert checkpoints.read(f"{root}/v1").global_step == 12
 
 
-def _summaries(train_dir):
-  """{tag: {step: scalar value, or None for a histogram}} of a run's event files."""
-  out = {}
-  for path in glob.glob(f"{train_dir}/events.out.tfevents.*"):
-    for event in tf.compat.v1.train.summary_iterator(path):
-      for value in event.summary.value:
-        if value.HasField("histo") or (value.HasField("tensor") and value.tensor.tensor_shape.dim):
-          scalar = None
-        else:  # v1 writes simple_value, tf.summary a float32 tensor
-          scalar = (np.float32(value.simple_value) if value.WhichOneof("value") == "simple_value"
-                    else tf.make_ndarray(value.tensor).item())
-        out.setdefault(value.tag, {})[event.step] = scalar
-  return out
-
-
 def test_both_log_and_summarise_like_the_original_and_alike(runs):
   root, log, _ = runs
   assert "running 2 towers on 2 CPU devices" in log
   # The original's numbering: the 0-based index of the step (and here the last one, too).
   assert [int(s) for s in re.findall(r"step (\d+), loss = \d+\.\d\d \(", log)] == [0, 4, 8, 11]
-  v1, tf2 = _summaries(root / "v1"), _summaries(root / "tf2")
+  v1, tf2 = equivalence_runs.summaries(root / "v1"), equivalence_runs.summaries(root / "tf2")
   assert set(v1) == set(tf2)
   layers = ("conv1", "conv2", "local3", "local4", "softmax_linear")
   terms = ("cross_entropy", "local3/weight_loss", "local4/weight_loss", "total_loss")
@@ -127,14 +111,14 @@ def _continue(root, train_dir, init_from):
 def test_tf2_continues_a_v1_run_as_if_it_never_stopped(runs, tmp_path):
   root, _, _ = runs
   train_config = _continue(root, tmp_path, f"{root}/v1/model.ckpt-6")
-  assert tf2_loop.run(train_config, ["/cpu:0", "/cpu:1"], "mirrored") == 12
+  assert helpers.train_tf2(train_config, ["/cpu:0", "/cpu:1"], "mirrored") == 12
   _assert_same(str(tmp_path), f"{root}/v1/model.ckpt-12")
 
 
 def test_v1_continues_a_tf2_run_as_if_it_never_stopped(runs, tmp_path):
   root, _, _ = runs
   train_config = _continue(root, tmp_path, f"{root}/tf2/ckpt-6")
-  assert v1_loop.run(train_config, config.DeviceConfig(num_gpus=2)) == 12
+  assert helpers.train_v1(train_config, 2) == 12
   _assert_same(str(tmp_path), f"{root}/tf2/ckpt-12")
 
 

@@ -13,8 +13,8 @@ import tensorflow as tf
 from cifar10 import input_pipeline as ip
 from cifar10 import schedule
 from equivalence import runs
-from strategies import distribute
-from strategies import keras_model
+from strategies import devices as tf2_devices
+from examples import keras_model
 from tests import helpers
 
 
@@ -37,7 +37,7 @@ def test_fit_steps_equal_custom_loop_steps(replicas):
 
 
 def test_two_outputs_keep_their_names_losses_and_weights():
-  strategy = distribute.get_strategy("mirrored", ["/cpu:0", "/cpu:1"])
+  strategy = tf2_devices.get_strategy("mirrored", ["/cpu:0", "/cpu:1"])
   net = keras_model.build_two_outputs(strategy, seed=1, vehicle_weight=0.5)
   stream = ip.train_dataset(ip.synthetic_source(1), seed=1, global_batch_size=16)
   history = net.fit(stream.map(keras_model.two_output_targets), steps_per_epoch=2, epochs=1,
@@ -59,10 +59,10 @@ def test_the_binary_resumes_and_matches_strategies_train(tmp_path):
   common = ("--num_gpus=2", "--dataset=synthetic", "--seed=4", "--batch_size=8",
             "--save_checkpoint_steps=10", "--max_checkpoints_to_keep=2",
             "--save_summaries_steps=5")
-  first = helpers.run("strategies.keras_fit", *common, "--max_steps=20",
+  first = helpers.run("examples.keras_fit", *common, "--max_steps=20",
                       f"--train_dir={tmp_path / 'keras'}")
   assert first.returncode == 0, first.stderr[-3000:]
-  second = helpers.run("strategies.keras_fit", *common, "--max_steps=30",
+  second = helpers.run("examples.keras_fit", *common, "--max_steps=30",
                        f"--train_dir={tmp_path / 'keras'}")
   assert second.returncode == 0, second.stderr[-3000:]
   assert f"Resumed from {tmp_path}/keras/keras-0002.weights.h5 at step 20" in second.stderr
@@ -83,7 +83,7 @@ def test_the_binary_resumes_and_matches_strategies_train(tmp_path):
 
 
 def test_keras_fit_refuses_what_it_cannot_do(tmp_path):
-  result = helpers.run("strategies.keras_fit", "--dataset=synthetic", "--max_steps=25",
+  result = helpers.run("examples.keras_fit", "--dataset=synthetic", "--max_steps=25",
                        "--save_checkpoint_steps=10", f"--train_dir={tmp_path}")
   assert result.returncode == 2
   assert helpers.error_line(result) == (

@@ -11,7 +11,8 @@ import subprocess
 import sys
 import time
 
-from cifar10 import launcher
+from harness import cluster
+from harness import launcher
 
 
 def _task(job, index, code, server=False):
@@ -67,13 +68,18 @@ def test_cluster_spec_and_tf_config():
   assert list(spec) == ["chief", "worker"] and len(spec["worker"]) == 2
   ports = [int(a.split(":")[1]) for addrs in spec.values() for a in addrs]
   assert len(set(ports)) == 3 and all(a.startswith("127.0.0.1:") for a in spec["worker"])
-  config = json.loads(launcher.tf_config(spec, "worker", 1))
-  assert config == {"cluster": spec, "task": {"type": "worker", "index": 1}}
+  text = cluster.to_json(spec, "worker", 1)
+  assert json.loads(text) == {"cluster": spec, "task": {"type": "worker", "index": 1}}
+  task = cluster.parse(text)
+  assert (task.type, task.index, task.num_workers, task.is_chief) == ("worker", 1, 2, False)
+  assert cluster.parse(cluster.to_json(spec, "chief", 0)).is_chief
+  assert cluster.parse(cluster.to_json({"worker": spec["worker"]}, "worker", 0)).is_chief
+  assert cluster.parse(None) == cluster.Task(None) and cluster.Task(None).num_workers == 1
 
 
 def _launch_in_subprocess(tasks_code):
   """A launcher process of its own (so the test can signal it) running `tasks_code`'s tasks."""
-  code = ("import sys; from cifar10 import launcher; T = launcher.Task; "
+  code = ("import sys; from harness import launcher; T = launcher.Task; "
           f"sys.exit(launcher.run({tasks_code}, chief='worker:0', grace=5))")
   root = os.path.dirname(os.path.dirname(os.path.abspath(launcher.__file__)))
   return subprocess.Popen([sys.executable, "-c", code], cwd=root, text=True,

@@ -16,9 +16,8 @@ from cifar10 import model
 from cifar10 import schedule
 from cifar10.errors import UsageError
 from compat_v1 import evaluator as v1_evaluator
-from compat_v1 import loop as v1_loop
 from strategies import evaluator as tf2_evaluator
-from strategies import loop as tf2_loop
+from tests import helpers
 from tests import tf1_reference
 
 SEED = 7
@@ -77,8 +76,8 @@ def _continue(loop_run, train_dir, init_from, *args):
 def test_both_trainers_continue_the_originals_run_to_the_bit(original, tmp_path):
   root, run = original
   init_from = str(root / "fp32" / "model.ckpt-2")
-  v1_state = _continue(v1_loop.run, tmp_path / "v1", init_from, config.DeviceConfig())
-  tf2_state = _continue(tf2_loop.run, tmp_path / "tf2", init_from, ["/cpu:0"], "one_device")
+  v1_state = _continue(helpers.train_v1, tmp_path / "v1", init_from)
+  tf2_state = _continue(helpers.train_tf2, tmp_path / "tf2", init_from)
   for state in (v1_state, tf2_state):
     assert state.global_step == STEPS
     for name in model.VARIABLE_NAMES:
@@ -95,8 +94,8 @@ def test_both_trainers_start_from_the_originals_float16_checkpoint(original, tmp
   root, _ = original
   init_from = str(root / "fp16" / "model.ckpt-2")
   saved = checkpoints.read(init_from)
-  states = [_continue(v1_loop.run, tmp_path / "v1", init_from, config.DeviceConfig()),
-            _continue(tf2_loop.run, tmp_path / "tf2", init_from, ["/cpu:0"], "one_device")]
+  states = [_continue(helpers.train_v1, tmp_path / "v1", init_from),
+            _continue(helpers.train_tf2, tmp_path / "tf2", init_from)]
   for name in model.VARIABLE_NAMES:
     np.testing.assert_array_equal(states[0].weights[name], states[1].weights[name])
     assert not np.array_equal(states[0].weights[name], saved.weights[name]), name
@@ -106,8 +105,7 @@ def test_an_original_checkpoint_in_train_dir_points_to_init_from(original, tmp_p
   root, _ = original
   train_dir = tmp_path / "train"
   shutil.copytree(root / "fp32", train_dir)
-  for run, args in ((v1_loop.run, (config.DeviceConfig(),)),
-                    (tf2_loop.run, (["/cpu:0"], "one_device"))):
+  for run, args in ((helpers.train_v1, ()), (helpers.train_tf2, ())):
     # (The original's `checkpoint` index holds absolute paths: the copy names the original.)
     with pytest.raises(UsageError, match="cannot restore .*/model.ckpt-2: .*; if another "
                        "trainer or the original tutorial wrote it, continue it in a new "

@@ -18,7 +18,6 @@ import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10 import config
-from strategies import loop
 from tests import helpers
 
 pytestmark = pytest.mark.slow
@@ -64,9 +63,8 @@ def test_one_worker_follows_the_one_device_run_with_partitioned_weights(tmp_path
   assert partitioned == {"conv2/weights": ["0", "1"], "local3/weights": ["0", "1"],
                          "local4/weights": ["0", "1"]}
   # The same flags as FLAGS, in-process (the loop the binary runs).
-  assert loop.run(config.TrainConfig(train_dir=str(tmp_path / "one"), max_steps=12,
-                                     batch_size=8, seed=2, dataset="synthetic"),
-                  ["/cpu:0"], "one_device") == 12
+  assert helpers.train_tf2(config.TrainConfig(train_dir=str(tmp_path / "one"), max_steps=12,
+                                              batch_size=8, seed=2, dataset="synthetic")) == 12
   a, b = checkpoints.read(str(tmp_path / "pss")), checkpoints.read(str(tmp_path / "one"))
   # The coordinator's summaries: loss, learning rate and weight histograms, as one_device's.
   pss, one = _summaries(tmp_path / "pss"), _summaries(tmp_path / "one")

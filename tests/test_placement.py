@@ -16,11 +16,12 @@ import pytest
 import tensorflow as tf
 
 from cifar10 import config
-from cifar10 import devices
-from cifar10 import errors
+from cifar10 import devices as device_plan
 from cifar10 import model
-from compat_v1 import session
-from strategies import two_branch
+from compat_v1 import devices as v1_devices
+from examples import two_branch
+from harness import cli
+from strategies import devices as tf2_devices
 from tests import helpers
 
 PLACED = re.compile(r"^(\S+): \((\w+)\): /job:localhost/replica:0/task:0/device:(\w+:\d+)$",
@@ -28,7 +29,7 @@ PLACED = re.compile(r"^(\S+): \((\w+)\): /job:localhost/replica:0/task:0/device:
 
 
 def test_two_branches_run_on_their_devices_and_learn(tmp_path):
-  result = helpers.run("strategies.model_parallel", "--num_gpus=2", "--dataset=synthetic",
+  result = helpers.run("examples.model_parallel", "--num_gpus=2", "--dataset=synthetic",
                        "--steps=40", "--learning_rate=0.1", "--log_device_placement",
                        "--log_frequency=39")
   assert result.returncode == 0, result.stderr[-3000:]
@@ -60,7 +61,9 @@ def test_two_branch_logits_are_the_one_device_computation():
 
 _TF2_INT32_ON_GPU = """
 import sys
-from cifar10 import config, devices, errors
+from cifar10 import config
+from harness import cli
+from strategies import devices
 import tensorflow as tf
 devices.setup(config.DeviceConfig(soft_placement=sys.argv[1] == "on"))
 try:
@@ -69,7 +72,7 @@ try:
     counter.assign_add(1)
   print(counter.device, int(counter.numpy()))
 except tf.errors.InvalidArgumentError as e:
-  print(errors.placement(str(e)))
+  print(cli.placement(str(e)))
 """
 
 
@@ -88,7 +91,7 @@ def test_tf2_soft_placement_moves_an_int32_variable_off_an_absent_gpu(soft):
 
 @pytest.mark.parametrize("soft", [True, False])
 def test_v1_soft_placement_moves_an_int32_variable_off_an_absent_gpu(soft):
-  _, proto = session.setup(config.DeviceConfig(soft_placement=soft))
+  _, proto = v1_devices.setup(config.DeviceConfig(soft_placement=soft))
   v1 = tf.compat.v1
   with tf.Graph().as_default():
     with v1.device("/gpu:0"):
@@ -102,7 +105,7 @@ def test_v1_soft_placement_moves_an_int32_variable_off_an_absent_gpu(soft):
       else:
         with pytest.raises(tf.errors.InvalidArgumentError) as raised:
           sess.run(v1.global_variables_initializer())
-        assert str(errors.placement(str(raised.value))).startswith(
+        assert str(cli.placement(str(raised.value))).startswith(
             "op counter/")
 
 
@@ -123,7 +126,13 @@ class _FakeTF:
     monkeypatch.setattr(tf.debugging, "set_log_device_placement", self._recorder("log"))
     for name in ("set_intra_op_parallelism_threads", "set_inter_op_parallelism_threads"):
       monkeypatch.setattr(cfg.threading, name, self._recorder(name))
-    monkeypatch.setattr(devices, "total_gpu_memory_mb", lambda: 16000)
+    monkeypatch.setattr(device_plan, "total_gpu_memory_mb", lambda: 16000)
+    # A fresh runtime: nothing set yet, so setup sets everything.
+    monkeypatch.setattr(cfg, "get_visible_devices", lambda kind=None: [])
+    monkeypatch.setattr(cfg, "get_logical_device_configuration", lambda device: None)
+    monkeypatch.setattr(cfg, "get_soft_device_placement", lambda: None)
+    for name in ("get_intra_op_parallelism_threads", "get_inter_op_parallelism_threads"):
+      monkeypatch.setattr(cfg.threading, name, lambda: None)
 
   def _recorder(self, name):
     return lambda *args: self.calls.append((name,) + args)
@@ -134,7 +143,7 @@ class _FakeTF:
 
 def test_tf2_memory_settings_reach_every_visible_gpu(monkeypatch):
   fake = _FakeTF(monkeypatch, gpus=3)
-  names = devices.setup(config.DeviceConfig(num_gpus=2, visible_gpus="0,2",
+  names = tf2_devices.setup(config.DeviceConfig(num_gpus=2, visible_gpus="0,2",
                                             memory_fraction=0.5, allow_growth=False))
   assert names == ["/gpu:0", "/gpu:1"]
   g0, _, g2 = fake.gpus
@@ -147,19 +156,19 @@ def test_tf2_memory_settings_reach_every_visible_gpu(monkeypatch):
   assert fake.of("set_soft_device_placement") == [(True,)]
 
   fake.calls.clear()
-  devices.setup(config.DeviceConfig(num_gpus=2, allow_growth=True, memory_limit_mb=3000))
+  tf2_devices.setup(config.DeviceConfig(num_gpus=2, allow_growth=True, memory_limit_mb=3000))
   assert fake.of("growth") == [(g, True) for g in fake.gpus]
   assert [gpu for gpu, _ in fake.of("set_logical_device_configuration")] == fake.gpus
 
 
 def test_v1_memory_settings_reach_every_visible_gpu(monkeypatch):
   _FakeTF(monkeypatch, gpus=3)
-  names, proto = session.setup(config.DeviceConfig(num_gpus=2, visible_gpus="0,2",
+  names, proto = v1_devices.setup(config.DeviceConfig(num_gpus=2, visible_gpus="0,2",
                                                    memory_fraction=0.5, allow_growth=True))
   assert names == ["/gpu:0", "/gpu:1"]
   assert proto.gpu_options.visible_device_list == "0,2"
   assert proto.gpu_options.per_process_gpu_memory_fraction == 0.5  # a fraction of each GPU
   assert proto.gpu_options.allow_growth
-  _, proto = session.setup(config.DeviceConfig(num_gpus=3, memory_limit_mb=3000))
+  _, proto = v1_devices.setup(config.DeviceConfig(num_gpus=3, memory_limit_mb=3000))
   assert [list(d.memory_limit_mb) for d in proto.gpu_options.experimental.virtual_devices] == [
       [3000], [3000], [3000]]

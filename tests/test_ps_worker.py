@@ -1,7 +1,7 @@
 """The TF1 ps/worker recipe on a local cluster: asynchronous and SyncReplicasOptimizer runs,
 and a worker restarted mid-run.
 
-Neither is step-equal to the towers (see compat_v1/cluster.py); what each guarantees is
+Neither is step-equal to the towers (see compat_v1/cluster_loop.py); what each guarantees is
 tested: the job ends cleanly with every process gone, the chief's final checkpoint holds
 trained, finite weights, and the global step is exact with --sync_replicas; and, on a model
 small enough to audit, that every SyncReplicas update averages exactly N gradients computed
@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from cifar10 import checkpoints
-from cifar10 import launcher
+from harness import launcher
 from cifar10 import model
 from tests import helpers
 
@@ -140,14 +140,9 @@ def test_each_sync_replicas_update_averages_exactly_n_fresh_gradients():
   if weights[-1] != job["w"]:
     weights.append(job["w"])
   assert len(weights) == updates + 1, weights
-  used = 0
   for before, after in zip(weights, weights[1:]):
     xs = [x for _, seen, x in job["records"] if seen == before]
     pairs = [(a, b) for a, b in itertools.combinations(xs, 2) if (a + b) / 2 == after]
     assert len(pairs) == 1, (before, after, xs)
     assert not any(x == after for x in xs)  # not a single gradient
     assert not any(sum(t) / 3 == after for t in itertools.combinations(xs, 3))
-    used += 2
-  # The rest were computed but never applied: stale (an old local step), or surplus.
-  dropped = len(job["records"]) - used - sum(seen == job["w"] for _, seen, _ in job["records"])
-  assert dropped >= 0

@@ -34,7 +34,7 @@ def test_both_trainers_follow_the_originals_graph_to_the_bit(n, ema_reads):
                         "first-step gradients, towers vs original")
   assert original["global_step"] == np.float32(STEPS)  # the original's step is a float
   for run in (runs.v1_train, runs.tf2_train):
-    result = run(n, SEED, STEPS, BATCH, DECAY_STEPS, ema_reads)
+    result = run(n, SEED, STEPS, BATCH, DECAY_STEPS, ema_reads=ema_reads)
     assert result.global_step == STEPS
     weights = {k: v for k, v in result.variables.items() if k in model.VARIABLE_NAMES}
     ema = {k.rsplit("/", 1)[0]: v for k, v in result.variables.items()

@@ -9,8 +9,6 @@ import tensorflow_datasets as tfds
 from cifar10 import checkpoints
 from cifar10 import config
 from cifar10 import model
-from compat_v1 import loop as v1_loop
-from strategies import loop as tf2_loop
 from tests import helpers
 
 STEPS = 3
@@ -24,8 +22,8 @@ def test_both_trainers_train_on_tfds_to_the_same_bits(tmp_path):
                               save_checkpoint_steps=STEPS)
 
   with tfds.testing.mock_data(num_examples=24, policy=tfds.testing.MockPolicy.USE_CODE):
-    assert v1_loop.run(train_config("v1"), config.DeviceConfig(num_gpus=2)) == STEPS
-    assert tf2_loop.run(train_config("tf2"), ["/cpu:0", "/cpu:1"], "mirrored") == STEPS
+    assert helpers.train_v1(train_config("v1"), 2) == STEPS
+    assert helpers.train_tf2(train_config("tf2"), ["/cpu:0", "/cpu:1"], "mirrored") == STEPS
   a, b = checkpoints.read(str(tmp_path / "v1")), checkpoints.read(str(tmp_path / "tf2"))
   assert a.global_step == b.global_step == STEPS
   initial = model.initial_values(1)

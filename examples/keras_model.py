@@ -29,6 +29,7 @@ from cifar10 import losses
 from cifar10 import model
 from cifar10 import schedule
 from cifar10.hparams import DEFAULT
+from cifar10.hparams import HParams
 
 # CIFAR-10 classes 0 airplane, 1 automobile, 8 ship, 9 truck; the rest are animals.
 VEHICLES = (0, 1, 8, 9)
@@ -63,25 +64,26 @@ class Cifar10Model(keras.Model):
 class SharedSchedule(keras.optimizers.schedules.LearningRateSchedule):
   """cifar10.schedule.learning_rate at the optimizer's step: the trainers' staircase decay."""
 
-  def __init__(self, initial_learning_rate, decay_steps):
-    self.initial_learning_rate = initial_learning_rate
+  def __init__(self, hparams, decay_steps):
+    self.hparams = hparams
     self.decay_steps = decay_steps
 
   def __call__(self, step):
-    hparams = dataclasses.replace(DEFAULT, initial_learning_rate=self.initial_learning_rate)
-    return schedule.learning_rate(step, self.decay_steps, hparams)
+    return schedule.learning_rate(step, self.decay_steps, self.hparams)
 
   def get_config(self):
-    return {"initial_learning_rate": self.initial_learning_rate,
-            "decay_steps": self.decay_steps}
+    return {"hparams": dataclasses.asdict(self.hparams), "decay_steps": self.decay_steps}
+
+  @classmethod
+  def from_config(cls, config):
+    return cls(HParams(**config["hparams"]), config["decay_steps"])
 
 
-def build(strategy, *, seed, decay_steps, learning_rate=DEFAULT.initial_learning_rate,
-          compute_dtype="float32"):
+def build(strategy, *, seed, decay_steps, hparams=DEFAULT, compute_dtype="float32"):
   """The compiled model under `strategy`, built (so weights can be loaded before fit)."""
   with strategy.scope():
     net = Cifar10Model(seed, compute_dtype, name="cifar10")
-    net.compile(optimizer=keras.optimizers.SGD(SharedSchedule(learning_rate, decay_steps)),
+    net.compile(optimizer=keras.optimizers.SGD(SharedSchedule(hparams, decay_steps)),
                 loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                 metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
     net(tf.zeros([1, DEFAULT.image_size, DEFAULT.image_size, 3]))

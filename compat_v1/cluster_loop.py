@@ -1,6 +1,7 @@
-"""The TF1 ps/worker recipe: Server, replica_device_setter, MonitoredTrainingSession.
+"""The tower trainer's loop in a ps/worker cluster: Server, replica_device_setter,
+MonitoredTrainingSession (the TF1 recipe).
 
-`run(config, device_config, cluster, job, index, sync_replicas)`:
+`run(config, devices, session_config, task, sync_replicas)`, `task` a harness.cluster.Task:
   ps      starts a tf.compat.v1.train.Server and serves until it is stopped (the launcher
           stops it when the chief is done).
   worker  builds the tower graph under `replica_device_setter` (variables on the ps tasks, the
@@ -17,7 +18,6 @@ MultiWorkerMirroredStrategy's job (strategies.launch).
 Each worker reads shard k of K of the shared stream (rows k*G/K .. of each global batch G).
 """
 
-import dataclasses
 import threading
 import time
 
@@ -26,13 +26,10 @@ import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10 import errors
-from cifar10 import progress
-from cifar10 import schedule
 from cifar10.errors import UsageError
-from cifar10.hparams import DEFAULT
 from compat_v1 import inputs
-from compat_v1 import session
-from compat_v1 import towers
+from compat_v1.step import build_train_graph
+from harness import progress
 
 v1 = tf.compat.v1
 # The SyncReplicas chief waits this long for tokens at close; 120 s by default (a known hang).
@@ -72,9 +69,9 @@ def _wait_for_chief(graph, target, proto, uninitialized, timeout_secs=300):
       time.sleep(0.2)
 
 
-def run(config, device_config, cluster, job, index, sync_replicas=False):
-  """Runs task (job, index) of `cluster` (a tf.train.ClusterSpec) until the job is done."""
-  devices, proto = session.setup(device_config)
+def run(config, devices, proto, task, sync_replicas=False):
+  """Runs `task` of its cluster until the job is done; `proto` is the session config."""
+  cluster, job, index = tf.train.ClusterSpec(task.cluster), task.type, task.index
   if job == "ps":
     serve(cluster, job, index, proto)
     return
@@ -84,9 +81,8 @@ def run(config, device_config, cluster, job, index, sync_replicas=False):
   worker_device = f"/job:worker/task:{index}"
   latest = tf.train.latest_checkpoint(config.train_dir)
   start = checkpoints.read(latest).global_step if latest else 0
-  decay_steps = schedule.decay_steps(config.batch_size, len(devices) * workers,
-                                     config.decay_steps_per_global_batch)
-  global_batch = config.batch_size * len(devices) * workers
+  decay_steps = config.steps_between_decays(len(devices) * workers)
+  global_batch = config.global_batch_size(len(devices) * workers)
   arrays = inputs.load(config, "train")
   graph = tf.Graph()
   with graph.as_default():
@@ -97,9 +93,9 @@ def run(config, device_config, cluster, job, index, sync_replicas=False):
           shard=(index, workers))
     with v1.device(v1.train.replica_device_setter(worker_device=worker_device,
                                                    cluster=cluster)):
-      g = towers.build_train_graph(
+      g = build_train_graph(
           images, labels, devices, seed=config.seed, decay_steps=decay_steps,
-          hparams=dataclasses.replace(DEFAULT, initial_learning_rate=config.learning_rate),
+          hparams=config.hparams,
           sync_replicas=workers if sync_replicas else 0, is_chief=chief,
           ema_reads=config.ema_reads)
       # Read after this worker's train op: with SyncReplicas that op returns once the update
@@ -127,13 +123,13 @@ def run(config, device_config, cluster, job, index, sync_replicas=False):
       stop_grace_period_secs=STOP_GRACE_SECS, config=proto) as sess:
     local_steps = 0  # this worker's gradient computations (its own train_op runs)
     while not sess.should_stop():
+      last = lambda: tf.train.latest_checkpoint(config.train_dir)
       try:
-        _, loss, step = sess.run([g.train_op, g.loss, step_after])
-        local_steps += 1
-      except (v1.train.NanLossDuringTrainingError, tf.errors.InvalidArgumentError) as e:
-        if isinstance(e, tf.errors.InvalidArgumentError) and "loss is not finite" not in str(e):
-          raise
-        raise errors.nan_loss(step, tf.train.latest_checkpoint(config.train_dir)) from None
+        with errors.loss_checked(step, last):
+          _, loss, step = sess.run([g.train_op, g.loss, step_after])
+      except v1.train.NanLossDuringTrainingError:
+        raise errors.NonFiniteLoss(step, last()) from None
+      local_steps += 1
       logger.after_step(step - 1, lambda: loss)
   logging.info("worker:%d done at global step %d after %d local steps", index, step,
                local_steps)

@@ -1,6 +1,6 @@
-"""The Keras `fit` driver behind strategies.keras_fit: resume, callbacks, NaN stop.
+"""The Keras `fit` driver behind examples.keras_fit: resume, callbacks, NaN stop.
 
-`fit(config, devices)` builds strategies.keras_model under MirroredStrategy, loads the newest
+`fit(config, strategy)` builds examples.keras_model under the strategy it is handed, loads the newest
 complete `keras-EPOCH.weights.h5` of config.train_dir (weights and the optimizer's step
 count), starts the shared input stream at that step and fits epochs of
 config.save_checkpoint_steps steps up to config.max_steps.
@@ -16,9 +16,7 @@ import tensorflow as tf
 
 from cifar10 import errors
 from cifar10 import input_pipeline
-from cifar10 import schedule
-from strategies import distribute
-from strategies import keras_model
+from examples import keras_model
 
 PATTERN = "keras-{epoch:04d}.weights.h5"
 
@@ -59,7 +57,7 @@ class _StopOnNaN(keras.callbacks.Callback):
     if loss is not None and not tf.math.is_finite(float(loss)):
       step = int(self.model.optimizer.iterations.numpy()) - 1
       newest = checkpoint_files(self.train_dir)
-      raise errors.nan_loss(step, newest[0] if newest else None)
+      raise errors.NonFiniteLoss(step, newest[0] if newest else None)
 
 
 class _KeepNewest(keras.callbacks.Callback):
@@ -90,13 +88,12 @@ class _TensorBoard(keras.callbacks.TensorBoard):
     self._global_train_batch = self.start_step  # pylint: disable=protected-access
 
 
-def fit(config, devices):
-  """Trains with model.fit; returns the final step count."""
-  strategy = distribute.get_strategy("mirrored", devices)
+def fit(config, strategy):
+  """Trains with model.fit under `strategy`; returns the final step count."""
   n = strategy.num_replicas_in_sync
   net = keras_model.build(
-      strategy, seed=config.seed, learning_rate=config.learning_rate,
-      decay_steps=schedule.decay_steps(config.batch_size, n, config.decay_steps_per_global_batch),
+      strategy, seed=config.seed, hparams=config.hparams,
+      decay_steps=config.steps_between_decays(n),
       compute_dtype="float16" if config.use_fp16 else "float32")
   path, start = restore_latest(net, config.train_dir)
   if path:
@@ -108,11 +105,12 @@ def fit(config, devices):
   source = input_pipeline.load_source(config.dataset, "train", seed=config.seed,
                                       data_dir=config.data_dir, download=config.download)
   dataset = input_pipeline.train_dataset(source, seed=config.seed,
-                                         global_batch_size=config.batch_size * n,
+                                         global_batch_size=config.global_batch_size(n),
                                          start_step=start)
   every = config.save_checkpoint_steps
   logging.info("Keras fit of %s on %d replica(s) %s, global batch %d, from step %d",
-               config.dataset, n, devices, config.batch_size * n, start)
+               config.dataset, n, strategy.extended.worker_devices,
+               config.global_batch_size(n), start)
   os.makedirs(config.train_dir, exist_ok=True)
   callbacks = [
       _StopOnNaN(config.train_dir),

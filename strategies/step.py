@@ -23,8 +23,6 @@ saves the shards as slices of one tensor under the weight's usual key, so checkp
 partitioned and plain runs are interchangeable.
 """
 
-import dataclasses
-
 import tensorflow as tf
 # ShardedVariable has no public constructor; it is the type PSS partitions weights into.
 from tensorflow.python.distribute import sharded_variable  # pylint: disable=g-direct-tensorflow-import
@@ -40,10 +38,7 @@ class Trainer:
   """Variables and compiled steps for one strategy; build it once, before the first step."""
 
   def __init__(self, strategy, *, seed, global_batch_size, decay_steps, hparams=DEFAULT,
-               learning_rate=None, compute_dtype=tf.float32, ema_reads="updated",
-               summary_outputs=True):
-    if learning_rate is not None:
-      hparams = dataclasses.replace(hparams, initial_learning_rate=learning_rate)
+               compute_dtype=tf.float32, ema_reads="updated", summary_outputs=True):
     self.strategy = strategy
     self.global_batch_size = global_batch_size
     self.decay_steps = decay_steps
@@ -120,7 +115,7 @@ class Trainer:
     # gradients come from is the same number up to float32 rounding.)
     loss = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, terms["total_loss"], axis=None)
     grads, stop = reduced[:-1], reduced[-1]
-    loss = tf.debugging.check_numerics(loss, "loss is not finite")
+    loss = losses.check_finite(loss)
     lr = self.lr()
     with tf.control_dependencies([loss]):
       # Program order is execution order here: tf.function chains the stateful ops on a

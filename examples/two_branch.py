@@ -10,7 +10,7 @@ weights live on the host, as in the TF1 guide (`/cpu:0` variables, read by each 
 In TF2 this is nothing but `tf.device` scopes inside a `tf.function`; no strategy is involved.
 The ops are named `branch_0/...`, `branch_1/...` and `head/...`, so the placement log
 (`--log_device_placement`) shows where each part ran. Run it with
-`python -m strategies.model_parallel --num_gpus=2`.
+`python -m examples.model_parallel --num_gpus=2`.
 """
 
 from absl import logging

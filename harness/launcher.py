@@ -10,7 +10,6 @@ status: 0 only if the chief and every worker that finished succeeded.
 """
 
 import dataclasses
-import json
 import os
 import signal
 import socket
@@ -58,11 +57,6 @@ def cluster(**jobs):
   return {job: [f"{HOST}:{next(ports)}" for _ in range(n)] for job, n in jobs.items() if n}
 
 
-def tf_config(cluster_spec, job, index):
-  """The TF_CONFIG value of one task."""
-  return json.dumps({"cluster": cluster_spec, "task": {"type": job, "index": index}})
-
-
 def _die_with_parent():
   # Linux: if the launcher itself is SIGKILLed (no chance to clean up), the kernel kills
   # each task too. Elsewhere the launcher's own cleanup is all there is.
@@ -101,7 +95,7 @@ def _signal_and_wait(procs, sig, grace):
 
 def _stop(procs, grace, servers=()):
   """SIGTERM, then SIGKILL after `grace` s. Trainers save a checkpoint on SIGTERM (see
-  cifar10.signals), and may need their servers (ps tasks, PSS workers) to do it: those are
+  harness.signals), and may need their servers (ps tasks, PSS workers) to do it: those are
   stopped only after the others have exited or had their grace period."""
   _signal_and_wait([p for name, p in procs.items() if name not in servers], signal.SIGTERM,
                    grace)

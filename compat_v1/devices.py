@@ -1,8 +1,10 @@
 """Devices and the ConfigProto of the tower trainer, from the same DeviceConfig as TF2.
 
-Where the TF2 trainer calls tf.config (cifar10.devices), a TF1 program put every setting in
-one ConfigProto handed to its Session. Without GPUs, `device_count={'CPU': N}` gives the
-Session N CPU devices for N towers. Which devices to use is the shared `devices.plan`.
+`setup(DeviceConfig)` returns (tower device names, ConfigProto); the entry point hands both
+to the loop, which opens its Session with that config. Where the TF2 trainer calls tf.config
+(strategies.devices), a TF1 program put every setting in one ConfigProto. Without GPUs,
+`device_count={'CPU': N}` gives the Session N CPU devices for N towers. Which devices to use
+is the shared plan (cifar10.devices).
 """
 
 from absl import logging

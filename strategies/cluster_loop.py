@@ -1,7 +1,11 @@
-"""The loop driver of ParameterServerStrategy: the chief schedules steps on the workers.
+"""The training loop under ParameterServerStrategy: the chief schedules steps on the workers.
 
-The step is the same compiled `Trainer.train_step` as under MirroredStrategy; only the driver
-differs. The coordinator schedules exactly max_steps - start steps; if a worker dies,
+  strategy = strategies.devices.get_strategy("parameter_server", devices)  # on the chief
+  strategies.cluster_loop.run(config, strategy)                          # -> the final step
+
+The workers and ps tasks only serve (strategies.devices.serve); the entry point picks which.
+The step and state are strategies.loop's (the same compiled `Trainer` step, the same resume
+and --init_from); only the driver differs. The coordinator schedules exactly max_steps - start steps; if a worker dies,
 ClusterCoordinator runs its pending steps on the others and the run still reaches --max_steps.
 ClusterCoordinator runs a step at least once: a step the dying worker had in flight may
 already have updated the variables (its increment included) and then runs again elsewhere.
@@ -22,15 +26,35 @@ import tensorflow as tf
 
 from cifar10 import errors
 from cifar10 import input_pipeline
-from cifar10 import progress
-from cifar10 import signals
+from harness import progress
+from harness import signals
+from strategies import loop
 
 
-def run(config, strategy, trainer, manager, start, source):
-  """Schedules the steps from `start` to config.max_steps; returns the final global step."""
+def run(config, strategy, dataset=None):
+  """Schedules the steps up to config.max_steps; returns the final global step.
+
+  dataset: the examples to train on (an input_pipeline.Source); default: config.dataset.
+  """
+  trainer = loop.build_trainer(config, strategy, summary_outputs=False)
+  for name, shards in trainer.partitions.items():
+    logging.info("%s is partitioned into %d shards: %s", name, shards,
+                 ", ".join(s.device for s in trainer.params[name].variables))
+  manager = tf.train.CheckpointManager(trainer.checkpoint(), config.train_dir,
+                                       max_to_keep=config.max_checkpoints_to_keep)
+  start = loop.restore(config, trainer)
+  if start >= config.max_steps:
+    logging.info("Step %d already reached --max_steps=%d; nothing to do", start,
+                 config.max_steps)
+    return start
   coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
   workers = strategy.extended._num_workers  # pylint: disable=protected-access
-  global_batch = config.batch_size * workers
+  global_batch = config.global_batch_size(workers)
+  logging.info("Training %s on %d worker(s), global batch %d, decay every %d steps",
+               config.dataset, workers, global_batch, trainer.decay_steps)
+  source = dataset or input_pipeline.load_source(
+      config.dataset, "train", seed=config.seed, data_dir=config.data_dir,
+      download=config.download)
 
   def dataset_fn(_):
     index = tf.distribute.coordinator.experimental_get_current_worker_index()
@@ -59,7 +83,7 @@ def run(config, strategy, trainer, manager, start, source):
         raise errors.stopped(done, os.path.join(config.train_dir, f"ckpt-{done}"))
   writer.flush()
   logging.info("Done: step %d, checkpoint %s", int(trainer.global_step.numpy()),
-               tf.train.latest_checkpoint(config.train_dir))
+               loop.last_checkpoint(config))
   return int(trainer.global_step.numpy())
 
 
@@ -72,13 +96,9 @@ def _after_schedule(config, trainer, manager, coordinator, result, writer, logge
   due_summary = step % config.save_summaries_steps == 0
   if not (due_log or due_save or due_summary):
     return
-  try:
+  with errors.loss_checked(step, lambda: loop.last_checkpoint(config)):
     coordinator.join()
     loss, lr, _, _ = result.fetch()
-  except tf.errors.InvalidArgumentError as e:
-    if "loss is not finite" not in str(e):
-      raise
-    raise errors.nan_loss(step, tf.train.latest_checkpoint(config.train_dir)) from None
   surplus = int(trainer.global_step.numpy()) - done
   if surplus:
     # Nothing is in flight after join(), so this write races with no step.

@@ -1,17 +1,33 @@
-"""Maps `--strategy` to a tf.distribute strategy over the devices cifar10.devices set up.
+"""Devices and the strategy over them: what the TF1 trainer put in its ConfigProto, TF2's way.
+
+`setup(DeviceConfig)` applies every device setting to the TF runtime and returns the replica
+device names (`/gpu:0..N-1`, or N logical CPU devices on a machine without GPUs);
+`get_strategy(name, devices)` maps `--strategy` to a tf.distribute strategy over them. The
+entry point calls both and hands the strategy to the loop. Which devices to use is decided by
+the shared plan (cifar10.devices), which compat_v1.devices turns into a ConfigProto.
+
+  TF1 (ConfigProto / GPUOptions)            TF2 (here)
+  gpu_options.visible_device_list, CUDA_... tf.config.set_visible_devices
+  device_count={'GPU': 0}                   cpu_only -> set_visible_devices([], 'GPU')
+  gpu_options.allow_growth                  tf.config.experimental.set_memory_growth
+  per_process_gpu_memory_fraction           LogicalDeviceConfiguration(memory_limit=MiB)
+  log_device_placement                      tf.debugging.set_log_device_placement
+  allow_soft_placement                      tf.config.set_soft_device_placement
+  intra/inter_op_parallelism_threads        tf.config.threading.set_*_parallelism_threads
 
 `multi_worker_mirrored` reads its cluster from TF_CONFIG (see strategies.launch) and must be
 created before any other op runs in the process.
 """
 
 import contextlib
-import json
 import os
 import subprocess
 import sys
 
+from absl import logging
 import tensorflow as tf
 
+from cifar10 import devices
 from cifar10.errors import UsageError
 
 STRATEGIES = ("mirrored", "one_device", "multi_worker_mirrored", "parameter_server")
@@ -45,21 +61,52 @@ def _deadline(seconds, message):
     watchdog.wait()
 
 
-def worker_identity():
-  """(task type, index, number of workers) from TF_CONFIG; ('worker', 0, 1) without one."""
-  config = json.loads(os.environ.get("TF_CONFIG") or "{}")
-  task = config.get("task", {})
-  workers = len(config.get("cluster", {}).get("worker", [])) or 1
-  return task.get("type", "worker"), int(task.get("index", 0)), workers
+def _set(getter, setter, value):
+  # The runtime refuses any change once it has started, even to the same value; a process
+  # that already has these settings (a test, a notebook) may call setup again.
+  if getter() != value:
+    setter(value)
 
 
-def is_chief():
-  """The task that writes checkpoints and summaries: chief, or worker 0 without a chief."""
-  config = json.loads(os.environ.get("TF_CONFIG") or "{}")
-  job, index, _ = worker_identity()
-  if "chief" in config.get("cluster", {}):
-    return job == "chief"
-  return job == "worker" and index == 0
+def setup(config):
+  """Applies DeviceConfig `config` to the TF runtime and returns the replica device names.
+
+  Must run before TensorFlow creates its first op, or find the runtime already set up alike
+  (N logical CPU devices: at least N already there).
+  """
+  try:
+    physical = tf.config.list_physical_devices("GPU")
+    gpus = [physical[i] for i in devices.visible_gpu_indices(config, len(physical))]
+    if gpus != tf.config.get_visible_devices("GPU"):
+      tf.config.set_visible_devices(gpus, "GPU")
+    kind, names = devices.plan(config, len(gpus))
+    limit = None
+    if gpus and (config.memory_fraction or config.memory_limit_mb):
+      total = devices.total_gpu_memory_mb() if config.memory_fraction is not None else None
+      limit = devices.memory_limit_mb(config, total)
+    if kind == "CPU" and config.num_gpus > 1:
+      cpu = tf.config.list_physical_devices("CPU")[0]
+      if len(tf.config.get_logical_device_configuration(cpu) or ()) < config.num_gpus:
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * config.num_gpus)
+      logging.info("No GPU in use: running %d replicas on %d logical CPU devices (%s)",
+                   config.num_gpus, config.num_gpus, ", ".join(names))
+    for gpu in gpus:
+      if config.allow_growth:
+        tf.config.experimental.set_memory_growth(gpu, True)
+      if limit is not None:
+        tf.config.set_logical_device_configuration(
+            gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=limit)])
+    _set(tf.config.get_soft_device_placement, tf.config.set_soft_device_placement,
+         config.soft_placement)
+    tf.debugging.set_log_device_placement(config.log_device_placement)
+    _set(tf.config.threading.get_intra_op_parallelism_threads,
+         tf.config.threading.set_intra_op_parallelism_threads, config.intra_op_threads)
+    _set(tf.config.threading.get_inter_op_parallelism_threads,
+         tf.config.threading.set_inter_op_parallelism_threads, config.inter_op_threads)
+  except RuntimeError as e:
+    raise UsageError(f"devices must be configured before TensorFlow starts: {e}") from None
+  return names
 
 
 def get_strategy(name, devices, peer_timeout_secs=None, partition_min_bytes=0):
@@ -122,7 +169,8 @@ def get_strategy(name, devices, peer_timeout_secs=None, partition_min_bytes=0):
 
 
 def serve():
-  """A ParameterServerStrategy worker or ps task: serve until stopped (TF_CONFIG's task)."""
+  """A ParameterServerStrategy worker or ps task: serve until stopped (TF_CONFIG's task).
+  Started by the entry point instead of a loop; the chief's loop schedules work on it."""
   resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
   server = tf.distribute.Server(resolver.cluster_spec(), job_name=resolver.task_type,
                                 task_index=resolver.task_id, protocol="grpc", start=True)

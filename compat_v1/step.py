@@ -98,8 +98,7 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
         tower_losses.append(loss)
   with tf.device("/cpu:0"):
     grads = average_gradients(tower_grads)
-    loss = tf.debugging.check_numerics(tf.add_n(tower_losses) / len(devices),
-                                       "loss is not finite")
+    loss = losses.check_finite(tf.add_n(tower_losses) / len(devices))
     ema = v1.train.ExponentialMovingAverage(hparams.moving_average_decay, global_step)
     hooks = []
     if sync_replicas:

@@ -1,0 +1,123 @@
+"""How every binary runs: its flags parsed, its errors one line, its exit status meaningful.
+
+A binary is two functions: `define_flags(fv)` puts its flags into the FlagValues it is given,
+and `main(values)` (or `main(values, args)` for the launchers, which pass on what follows
+`--`) does the work. `app_run(define_flags, main)` is the `python -m` form; `call(...)` runs
+the same binary inside this process (the tests do), with the same parsing, the same messages
+and the exit status returned instead of exiting.
+
+  UsageError            error: <message>    exit 2
+  errors.Stopped        stopped: <message>  exit 42 (errors.STOPPED_EXIT_STATUS)
+  KeyboardInterrupt     error: interrupted  exit 130
+  TF placement failure  error: <one line>   exit 2 (soft placement off, see `placement`)
+"""
+
+import re
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from cifar10 import errors
+from cifar10.errors import UsageError
+
+# TensorFlow's words for "this op cannot go where it was asked" (eager, tf.function, Session).
+_PLACEMENT = (r"Could not satisfy device specification '(?P<device>[^']+)'",
+              r"Unable to find any devices for spec (?P<device>\S+)",
+              r"Cannot assign a device for operation (?P<op>[^:]+):.*?explicitly assigned to "
+              r"(?P<device>\S+)")
+
+
+def placement(message):
+  """The UsageError for TensorFlow's placement failure `message`, or None if it is not one.
+
+  With soft placement off, an op pinned to a device that does not exist (a GPU on a machine
+  without one) or that has no kernel for it (the TF1 guides' int32 variable on a GPU) fails
+  with a long graph dump; this says what happened and what to do in one line.
+  """
+  for pattern in _PLACEMENT:
+    match = re.search(pattern, message, re.DOTALL)
+    if match:
+      op = match.groupdict().get("op")
+      what = f"op {op}" if op else "an op"
+      return UsageError(f"{what} cannot run on {match['device']}: no such device here, or no "
+                        "kernel for it there, and --allow_soft_placement is off; turn it on to "
+                        "let TensorFlow fall back to another device (the CPU)")
+  return None
+
+
+class Exit(Exception):
+  """A binary's end with `status`, its message already printed."""
+
+  def __init__(self, status):
+    super().__init__(status)
+    self.status = status
+
+
+def _fail(message, status=2):
+  print(f"error: {message}", file=sys.stderr, flush=True)
+  raise Exit(status)
+
+
+def _main(main, values, args, takes_args):
+  """Runs main with the error mapping of the module docstring; raises Exit on failure."""
+  if args and not takes_args:
+    _fail(f"unexpected arguments: {' '.join(args)}")
+  logging.set_verbosity(logging.INFO)
+  try:
+    return main(values, args) if takes_args else main(values)
+  except UsageError as e:
+    _fail(str(e))
+  except errors.Stopped as e:
+    print(f"stopped: {e}", file=sys.stderr, flush=True)
+    raise Exit(errors.STOPPED_EXIT_STATUS) from None
+  except KeyboardInterrupt:
+    _fail("interrupted", status=130)
+  except Exception as e:  # pylint: disable=broad-except
+    # Only TensorFlow's placement failures (soft placement off) become one line; the class
+    # is matched by name so that bad flags never wait for TensorFlow to import.
+    error = placement(str(e)) if type(e).__name__ == "InvalidArgumentError" else None
+    if error is None:
+      raise
+    _fail(str(error))
+
+
+def _parse(fv, argv):
+  """absl's parser, but a bad or unknown flag is one line too, not absl's two."""
+  try:
+    return fv(argv)
+  except flags.Error as e:
+    _fail(str(e))
+
+
+def app_run(define_flags, main, takes_args=False):
+  """`python -m binary`: absl's app.run (--help, --flagfile) over the mapping above."""
+  define_flags(flags.FLAGS)
+
+  def parse(argv):
+    try:
+      return _parse(flags.FLAGS, argv)
+    except Exit as e:
+      sys.exit(e.status)
+
+  def run(argv):
+    try:
+      _main(main, flags.FLAGS, argv[1:], takes_args)
+    except Exit as e:
+      sys.exit(e.status)
+
+  app.run(run, flags_parser=parse)
+
+
+def call(define_flags, main, argv, takes_args=False):
+  """Runs the binary in this process on `argv` (flags, then arguments); returns its exit
+  status. What it prints goes to this process's stdout/stderr."""
+  fv = flags.FlagValues()
+  define_flags(fv)
+  try:
+    args = _parse(fv, ["binary", *argv])[1:]
+    _main(main, fv, args, takes_args)
+  except Exit as e:
+    return e.status
+  return 0

@@ -1,0 +1,62 @@
+"""TF_CONFIG, read and written in one place: which cluster a process is part of, and its task.
+
+  {"cluster": {"chief": [...], "worker": ["host:port", ...], "ps": [...]},
+   "task": {"type": "worker", "index": 1}}
+
+`current()` reads the environment's TF_CONFIG (both trainers' entry points and loops ask it,
+never the environment); `to_json` writes one for a launcher. TensorFlow's own
+TFConfigClusterResolver reads the same variable inside MultiWorkerMirroredStrategy and
+ParameterServerStrategy.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Optional
+
+from cifar10.errors import UsageError
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+  """This process's place in a cluster; cluster is None on a single machine."""
+  cluster: Optional[dict]
+  type: str = "worker"
+  index: int = 0
+
+  @property
+  def num_workers(self):
+    return len((self.cluster or {}).get("worker", [])) or 1
+
+  @property
+  def is_chief(self):
+    """The task that writes checkpoints and summaries: chief, or worker 0 without a chief."""
+    if "chief" in (self.cluster or {}):
+      return self.type == "chief"
+    return self.type == "worker" and self.index == 0
+
+
+def parse(text):
+  """The Task of a TF_CONFIG value (None or "" for none)."""
+  try:
+    value = json.loads(text or "{}")
+  except ValueError as e:
+    raise UsageError(f"TF_CONFIG is not JSON ({e})") from None
+  if not isinstance(value, dict):
+    raise UsageError("TF_CONFIG must be a JSON object with 'cluster' and 'task'")
+  task = value.get("task") or {}
+  try:
+    return Task(value.get("cluster") or None, task.get("type", "worker"),
+                int(task.get("index", 0)))
+  except (TypeError, ValueError, AttributeError):
+    raise UsageError(f"TF_CONFIG has a malformed task: {task!r}") from None
+
+
+def current():
+  """The Task of this process's TF_CONFIG."""
+  return parse(os.environ.get("TF_CONFIG"))
+
+
+def to_json(cluster, job, index):
+  """The TF_CONFIG value of task (job, index) of `cluster`."""
+  return json.dumps({"cluster": cluster, "task": {"type": job, "index": index}})

@@ -1,0 +1,159 @@
+"""The flags of every binary, defined once, and their mapping to `cifar10.config` objects.
+
+Each binary defines its flags into the FlagValues it is handed (`define_train_flags(fv)`), so
+two binaries can be defined in one process (the tests call them in-process). Defaults are
+read from the config dataclasses: a default has one home. Libraries, the shared core
+included, never see flags: they receive the config objects built here.
+"""
+
+import dataclasses
+
+from absl import flags
+
+from cifar10 import config
+
+
+def _default(cls, name):
+  return {f.name: f.default for f in dataclasses.fields(cls)}[name]
+
+
+def define_data_flags(fv):
+  train = lambda name: _default(config.TrainConfig, name)
+  flags.DEFINE_string("dataset", train("dataset"), f"Input source: {' | '.join(config.DATASETS)}.",
+                      flag_values=fv)
+  flags.DEFINE_string("data_dir", None, "cifar10_bin: folder with cifar-10-batches-bin/*.bin; "
+                      "cifar10: tensorflow-datasets data_dir (default ~/tensorflow_datasets).",
+                      flag_values=fv)
+  flags.DEFINE_bool("download", False, "cifar10: let tensorflow-datasets download the data.",
+                    flag_values=fv)
+  flags.DEFINE_integer("seed", train("seed"), "Seed of initial weights, data order and "
+                       "augmentation.", flag_values=fv)
+
+
+def define_device_flags(fv):
+  """The TF1 ConfigProto/GPUOptions settings, as flags (see cifar10.devices)."""
+  d = lambda name: _default(config.DeviceConfig, name)
+  flags.DEFINE_integer("num_gpus", d("num_gpus"), "How many GPUs (replicas) to use; without "
+                       "GPUs, that many logical CPU devices.", flag_values=fv)
+  flags.DEFINE_bool("cpu_only", d("cpu_only"), "Hide all GPUs (ConfigProto "
+                    "device_count={'GPU': 0}).", flag_values=fv)
+  flags.DEFINE_string("visible_gpus", d("visible_gpus"), "Comma-separated GPU indices to use "
+                      "(GPUOptions.visible_device_list); CUDA_VISIBLE_DEVICES also works.",
+                      flag_values=fv)
+  flags.DEFINE_bool("allow_growth", d("allow_growth"), "Allocate GPU memory as needed "
+                    "(GPUOptions.allow_growth).", flag_values=fv)
+  flags.DEFINE_float("per_process_gpu_memory_fraction", d("memory_fraction"), "Cap each GPU "
+                     "at this fraction of its memory, in (0, 1].", flag_values=fv)
+  flags.DEFINE_integer("gpu_memory_limit_mb", d("memory_limit_mb"), "Cap each GPU at this "
+                       "many MiB.", flag_values=fv)
+  flags.DEFINE_bool("log_device_placement", d("log_device_placement"), "Whether to log device "
+                    "placement.", flag_values=fv)
+  flags.DEFINE_bool("allow_soft_placement", d("soft_placement"), "Fall back to another device "
+                    "when an op has no kernel on the requested one.", flag_values=fv)
+  flags.DEFINE_integer("intra_op_threads", d("intra_op_threads"), "Threads inside one op "
+                       "(0: TF decides).", flag_values=fv)
+  flags.DEFINE_integer("inter_op_threads", d("inter_op_threads"), "Ops run in parallel "
+                       "(0: TF decides).", flag_values=fv)
+
+
+def define_train_flags(fv):
+  """The training flags both trainers share (original names and defaults where they exist)."""
+  t = lambda name: _default(config.TrainConfig, name)
+  define_data_flags(fv)
+  define_device_flags(fv)
+  flags.DEFINE_string("train_dir", "/tmp/cifar10_train", "Where checkpoints and summaries go.",
+                      flag_values=fv)
+  flags.DEFINE_integer("max_steps", t("max_steps"), "Train until the global step reaches "
+                       "this.", flag_values=fv)
+  flags.DEFINE_integer("batch_size", t("batch_size"), "Images per replica per step (global "
+                       "batch = batch_size * num_gpus).", flag_values=fv)
+  flags.DEFINE_bool("use_fp16", t("use_fp16"), "Compute in float16 (variables and updates "
+                    "stay float32).", flag_values=fv)
+  flags.DEFINE_float("learning_rate", t("learning_rate"), "Initial learning rate.",
+                     flag_values=fv)
+  flags.DEFINE_bool("decay_steps_per_global_batch", t("decay_steps_per_global_batch"),
+                    "Count decay epochs in global batches (the original counts per-GPU "
+                    "batches, so N GPUs decay N times later).", flag_values=fv)
+  flags.DEFINE_integer("decay_steps", t("decay_steps"), "Steps between learning-rate decays "
+                       "(0: the original's int(50000 / batch_size * 350)).", flag_values=fv)
+  flags.DEFINE_integer("log_frequency", t("log_frequency"), "Log the loss line every this "
+                       "many steps.", flag_values=fv)
+  flags.DEFINE_integer("save_summaries_steps", t("save_summaries_steps"), "Write summaries "
+                       "every this many steps.", flag_values=fv)
+  flags.DEFINE_integer("save_checkpoint_steps", t("save_checkpoint_steps"), "Checkpoint every "
+                       "this many steps.", flag_values=fv)
+  flags.DEFINE_integer("max_checkpoints_to_keep", t("max_checkpoints_to_keep"), "Older "
+                       "checkpoints are deleted.", flag_values=fv)
+  flags.DEFINE_string("init_from", t("init_from"), "Start a new run from this checkpoint (a "
+                      "prefix or a folder) of either trainer: weights, moving averages and "
+                      "global step. Ignored when --train_dir already has a checkpoint to "
+                      "resume.", flag_values=fv)
+  flags.DEFINE_string("ema_reads", t("ema_reads"), "The moving averages read the weights and "
+                      "step of this step's update ('updated') or those it replaces "
+                      "('previous', the order the original usually took).", flag_values=fv)
+
+
+def train_config(values):
+  return config.TrainConfig(
+      train_dir=values.train_dir, max_steps=values.max_steps, batch_size=values.batch_size,
+      seed=values.seed, dataset=values.dataset, data_dir=values.data_dir,
+      download=values.download, learning_rate=values.learning_rate,
+      decay_steps_per_global_batch=values.decay_steps_per_global_batch,
+      decay_steps=values.decay_steps, use_fp16=values.use_fp16, log_frequency=values.log_frequency,
+      save_summaries_steps=values.save_summaries_steps,
+      save_checkpoint_steps=values.save_checkpoint_steps,
+      max_checkpoints_to_keep=values.max_checkpoints_to_keep, init_from=values.init_from,
+      ema_reads=values.ema_reads)
+
+
+def define_eval_flags(fv):
+  """The flags of the original cifar10_eval.py, plus the data flags."""
+  e = lambda name: _default(config.EvalConfig, name)
+  define_data_flags(fv)
+  flags.DEFINE_string("eval_dir", "/tmp/cifar10_eval", "Where the eval summaries go.",
+                      flag_values=fv)
+  flags.DEFINE_string("eval_data", e("eval_data"), "'test' or 'train_eval'.", flag_values=fv)
+  flags.DEFINE_string("checkpoint_dir", "/tmp/cifar10_train", "Where training checkpoints "
+                      "are.", flag_values=fv)
+  flags.DEFINE_integer("eval_interval_secs", e("eval_interval_secs"), "How often to look for "
+                       "a new checkpoint.", flag_values=fv)
+  flags.DEFINE_integer("num_examples", e("num_examples"), "Number of examples to run.",
+                       flag_values=fv)
+  flags.DEFINE_integer("batch_size", e("batch_size"), "Eval batch size.", flag_values=fv)
+  flags.DEFINE_bool("run_once", e("run_once"), "Whether to run eval only once.",
+                    flag_values=fv)
+
+
+def eval_config(values):
+  return config.EvalConfig(
+      checkpoint_dir=values.checkpoint_dir, eval_dir=values.eval_dir,
+      eval_data=values.eval_data, num_examples=values.num_examples,
+      batch_size=values.batch_size, run_once=values.run_once,
+      eval_interval_secs=values.eval_interval_secs, dataset=values.dataset,
+      data_dir=values.data_dir, download=values.download, seed=values.seed)
+
+
+def device_config(values):
+  return config.DeviceConfig(
+      num_gpus=values.num_gpus, cpu_only=values.cpu_only, visible_gpus=values.visible_gpus,
+      allow_growth=values.allow_growth, memory_fraction=values.per_process_gpu_memory_fraction,
+      memory_limit_mb=values.gpu_memory_limit_mb,
+      log_device_placement=values.log_device_placement,
+      soft_placement=values.allow_soft_placement, intra_op_threads=values.intra_op_threads,
+      inter_op_threads=values.inter_op_threads)
+
+
+def define_example_flags(fv, steps, batch_help):
+  """Data and device flags plus --steps and --batch_size, for the short example binaries."""
+  define_data_flags(fv)
+  define_device_flags(fv)
+  flags.DEFINE_integer("steps", steps, "Training steps.", flag_values=fv)
+  flags.DEFINE_integer("batch_size", 32, batch_help, flag_values=fv)
+
+
+def example_configs(values):
+  """DeviceConfig of define_example_flags, after checking the rest; UsageError on a bad value."""
+  if values.steps < 1 or values.batch_size < 1:
+    raise config.UsageError("--steps and --batch_size must be positive integers")
+  config.check_dataset(values.dataset, values.data_dir)
+  return device_config(values)
