@@ -15,7 +15,7 @@ import time
 def _clock(warmup, steps):
   marks = {}
 
-  def on_step(step):
+  def on_step(step, loss, learning_rate):  # pylint: disable=unused-argument
     if step + 1 in (warmup, warmup + steps):
       marks[step + 1] = time.perf_counter()
 

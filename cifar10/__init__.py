@@ -1,9 +1,12 @@
-"""Shared CIFAR-10 core: hyper-parameters, model, loss, schedule, input pipeline, devices.
+"""The shared CIFAR-10 core: what both trainers share about CIFAR-10 and its numbers.
 
-Both trainers (`strategies/` on tf.distribute and `compat_v1/` on graphs and towers) are built
-over this package and nothing else owns anything random or order-dependent. It never reads
-flags, never builds a tf.distribute strategy and never opens a Session. Its functions work
-eagerly, inside `tf.function` and inside a `tf.compat.v1` Graph.
+hparams (the original's constants), config (validated run settings), model, losses,
+schedule, input_pipeline, checkpoints (the format of either trainer's checkpoints), summaries
+(the original's), devices (the device plan), errors. Nothing random or order-dependent is
+owned by a trainer: it is all here. It never reads flags, never builds a tf.distribute
+strategy and never opens a Session; its functions work eagerly, inside `tf.function` and
+inside a `tf.compat.v1` Graph. Run plumbing (flags, launchers, signals, log lines) is in
+`harness`.
 
 Importing this package does not import TensorFlow: `config` and `errors` are pure Python so
 that entry points can reject bad flags in milliseconds.

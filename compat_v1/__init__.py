@@ -1,7 +1,9 @@
 """The same trainer written the TF1 way with tf.compat.v1: a graph, one tower per device,
-get_variable reuse, average_gradients, Session/ConfigProto, Saver.
+get_variable reuse, average_gradients, Session/ConfigProto, Saver, ps/worker.
 
-Run `python -m compat_v1.train --num_gpus=2` to train and `python -m compat_v1.eval` to
-evaluate. Model, loss, schedule and input come from the shared `cifar10` package; this package
-never imports `strategies` (and `strategies` never imports it).
+  python -m compat_v1.train --num_gpus=2 --dataset=synthetic --max_steps=200
+  python -m compat_v1.eval --checkpoint_dir=/tmp/cifar10_train --dataset=synthetic --run_once
+
+train -> devices (ConfigProto) -> loop (or cluster_loop) -> step, file for file as in
+strategies; this package never imports it.
 """

@@ -84,7 +84,8 @@ def run(config, devices, session_config, dataset=None, on_step=None):
   """Trains; returns the final global step.
 
   dataset: the examples to train on, (images, labels) numpy arrays; default: config.dataset.
-  on_step: called as on_step(step) after each step (0-based), e.g. by the benchmark's clock.
+  on_step: called as on_step(step, loss, learning_rate) after each step (0-based step; the
+    loss and rate of that step, as numpy values), e.g. by the benchmark's clock.
   Raises UsageError on bad data, errors.NonFiniteLoss on a NaN/Inf loss (nothing of that
   step applied or saved) and errors.Stopped after saving on SIGTERM.
   """
@@ -121,20 +122,20 @@ def run(config, devices, session_config, dataset=None, on_step=None):
                                  config.log_frequency)
     with signals.stop_on_sigterm() as stop_requested:
       for step in range(start, config.max_steps):
-        fetches = [g.train_op, g.loss]
+        fetches = [g.train_op, g.loss, g.learning_rate]
         if step % config.save_summaries_steps == 0:
           fetches.append(g.summary_op)
         with errors.loss_checked(step, lambda: last_checkpoint(config)):
           out = sess.run(fetches)
-        if len(out) == 3:
-          b.writer.add_summary(out[2], step)
+        if len(out) == 4:
+          b.writer.add_summary(out[3], step)
         logger.after_step(step, lambda: out[1])
         done = step + 1
         stopping = bool(stop_requested) and done < config.max_steps
         if done % config.save_checkpoint_steps == 0 or done == config.max_steps or stopping:
           path = b.saver.save(sess, prefix, global_step=done)
         if on_step:
-          on_step(step)
+          on_step(step, out[1], out[2])
         if stopping:
           b.writer.close()
           raise errors.stopped(done, path)

@@ -103,40 +103,44 @@ def summaries(train_dir):
 
 
 def train_config(train_dir, seed, steps, per_replica_batch, decay_steps, **overrides):
-  """The run both loops are driven with here: synthetic data, a summary at every step (the
-  loss and learning rate of each step are read back from them), one checkpoint at the end."""
+  """The run both loops are driven with here: synthetic data, one checkpoint at the end."""
   values = dict(train_dir=train_dir, max_steps=steps, batch_size=per_replica_batch, seed=seed,
-                dataset="synthetic", decay_steps=decay_steps, save_summaries_steps=1,
+                dataset="synthetic", decay_steps=decay_steps, save_summaries_steps=steps,
                 save_checkpoint_steps=steps, log_frequency=steps)
   return config.TrainConfig(**{**values, **overrides})
 
 
-def _result(train_dir):
-  """The RunResult of a finished run of either loop: its newest checkpoint and summaries."""
-  state = checkpoints.read(train_dir)
+def _train(run, prefix):
+  """run(train_dir, on_step) with either loop; the RunResult of its checkpoint and steps."""
+  lrs, loss_values = [], []
+
+  def on_step(step, loss, lr):
+    del step
+    lrs.append(float(lr))
+    loss_values.append(float(loss))
+
+  with tempfile.TemporaryDirectory(prefix=prefix) as train_dir:
+    run(train_dir, on_step)
+    state = checkpoints.read(train_dir)
   variables = dict(state.weights)
   variables.update({f"{n}/ExponentialMovingAverage": v for n, v in state.averages.items()})
-  tags = summaries(train_dir)
-  in_order = lambda tag: [float(v) for _, v in sorted(tags[tag].items())]
-  return RunResult(variables, in_order("learning_rate"), in_order("loss"), state.global_step)
+  return RunResult(variables, lrs, loss_values, state.global_step)
 
 
 def tf2_train(n, seed, steps, per_replica_batch, decay_steps, **overrides):
   """strategies.loop.run over MirroredStrategy with n replicas; its RunResult."""
   from strategies import loop as tf2_loop  # pylint: disable=g-import-not-at-top
-  with tempfile.TemporaryDirectory(prefix="equivalence-tf2-") as train_dir:
-    tf2_loop.run(train_config(train_dir, seed, steps, per_replica_batch, decay_steps,
-                              **overrides), tf2_devices.get_strategy("mirrored", _devices(n)))
-    return _result(train_dir)
+  return _train(lambda train_dir, on_step: tf2_loop.run(
+      train_config(train_dir, seed, steps, per_replica_batch, decay_steps, **overrides),
+      tf2_devices.get_strategy("mirrored", _devices(n)), on_step=on_step), "equivalence-tf2-")
 
 
 def v1_train(n, seed, steps, per_replica_batch, decay_steps, **overrides):
   """compat_v1.loop.run with n towers; its RunResult."""
   from compat_v1 import loop as v1_loop  # pylint: disable=g-import-not-at-top
-  with tempfile.TemporaryDirectory(prefix="equivalence-v1-") as train_dir:
-    v1_loop.run(train_config(train_dir, seed, steps, per_replica_batch, decay_steps,
-                             **overrides), _devices(n), _v1_session(n))
-    return _result(train_dir)
+  return _train(lambda train_dir, on_step: v1_loop.run(
+      train_config(train_dir, seed, steps, per_replica_batch, decay_steps, **overrides),
+      _devices(n), _v1_session(n), on_step=on_step), "equivalence-v1-")
 
 
 def keras_train(n, seed, steps, per_replica_batch, decay_steps):

@@ -1,5 +1,8 @@
 """The TF2 trainer: tf.distribute strategies, tf.data, tf.function, tf.train.Checkpoint.
 
-Run `python -m strategies.train --num_gpus=2` to train and `python -m strategies.eval` to
-evaluate; the model, loss, schedule and input come from the shared `cifar10` package.
+  python -m strategies.train --num_gpus=2 --dataset=synthetic --max_steps=200
+  python -m strategies.eval --checkpoint_dir=/tmp/cifar10_train --dataset=synthetic --run_once
+
+train -> devices (set-up, get_strategy) -> loop (or cluster_loop) -> step. compat_v1 has the
+same files for the same jobs; this package never imports it.
 """

@@ -91,7 +91,8 @@ def run(config, strategy, dataset=None, on_step=None):
   """Trains; returns the final global step.
 
   dataset: the examples to train on (an input_pipeline.Source); default: config.dataset.
-  on_step: called as on_step(step) after each step (0-based), e.g. by the benchmark's clock.
+  on_step: called as on_step(step, loss, learning_rate) after each step (0-based step; the
+    loss and rate of that step, as tensors), e.g. by the benchmark's clock.
   Raises UsageError on bad data, errors.NonFiniteLoss on a NaN/Inf loss (nothing of that
   step applied or saved) and errors.Stopped after saving on SIGTERM.
   """
@@ -141,7 +142,7 @@ def _train(config, strategy, dataset, on_step, save_dir, chief):
       if done % config.save_checkpoint_steps == 0 or done == config.max_steps or stopping:
         manager.save(checkpoint_number=done)
       if on_step:
-        on_step(step)
+        on_step(step, loss, lr)
       if stopping:
         writer.flush()
         raise errors.stopped(done, os.path.join(config.train_dir, f"ckpt-{done}"))

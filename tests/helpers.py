@@ -80,14 +80,21 @@ def train_v1(train_config, num_gpus=1, **kwargs):
 
 def call(module, *args):
   """`python -m module args...` inside this process (harness.cli.call: the same parsing, the
-  same one-line errors); returns a CompletedProcess with returncode and stderr."""
+  same one-line errors); returns a CompletedProcess with returncode and stderr (its log
+  lines, then what it printed)."""
   import contextlib  # pylint: disable=g-import-not-at-top
   import importlib  # pylint: disable=g-import-not-at-top
   import io  # pylint: disable=g-import-not-at-top
+  import logging  # pylint: disable=g-import-not-at-top
   from harness import cli  # pylint: disable=g-import-not-at-top
   binary = importlib.import_module(module)
   takes_args = module.endswith(".launch")
-  err = io.StringIO()
-  with contextlib.redirect_stderr(err):
-    status = cli.call(binary.define_flags, binary.main, list(args), takes_args=takes_args)
-  return subprocess.CompletedProcess([module, *args], status, "", err.getvalue())
+  logs, err = io.StringIO(), io.StringIO()
+  handler = logging.StreamHandler(logs)
+  logging.getLogger().addHandler(handler)
+  try:
+    with contextlib.redirect_stderr(err):
+      status = cli.call(binary.define_flags, binary.main, list(args), takes_args=takes_args)
+  finally:
+    logging.getLogger().removeHandler(handler)
+  return subprocess.CompletedProcess([module, *args], status, "", logs.getvalue() + err.getvalue())

@@ -59,10 +59,10 @@ def test_the_binary_resumes_and_matches_strategies_train(tmp_path):
   common = ("--num_gpus=2", "--dataset=synthetic", "--seed=4", "--batch_size=8",
             "--save_checkpoint_steps=10", "--max_checkpoints_to_keep=2",
             "--save_summaries_steps=5")
-  first = helpers.run("examples.keras_fit", *common, "--max_steps=20",
+  first = helpers.call("examples.keras_fit", *common, "--max_steps=20",
                       f"--train_dir={tmp_path / 'keras'}")
   assert first.returncode == 0, first.stderr[-3000:]
-  second = helpers.run("examples.keras_fit", *common, "--max_steps=30",
+  second = helpers.call("examples.keras_fit", *common, "--max_steps=30",
                        f"--train_dir={tmp_path / 'keras'}")
   assert second.returncode == 0, second.stderr[-3000:]
   assert f"Resumed from {tmp_path}/keras/keras-0002.weights.h5 at step 20" in second.stderr
@@ -83,7 +83,7 @@ def test_the_binary_resumes_and_matches_strategies_train(tmp_path):
 
 
 def test_keras_fit_refuses_what_it_cannot_do(tmp_path):
-  result = helpers.run("examples.keras_fit", "--dataset=synthetic", "--max_steps=25",
+  result = helpers.call("examples.keras_fit", "--dataset=synthetic", "--max_steps=25",
                        "--save_checkpoint_steps=10", f"--train_dir={tmp_path}")
   assert result.returncode == 2
   assert helpers.error_line(result) == (

@@ -1,7 +1,9 @@
 """The binaries end to end, as a user runs them: train, resume, SIGKILL, SIGTERM, NaN, eval.
 
 One uninterrupted reference run is shared by the module; the other runs are compared with it
-bit for bit, which is what the determinism contract promises for a resumed run.
+bit for bit, which is what the determinism contract promises for a resumed run. The binaries
+run in this process (helpers.call: their flags, their loop, their one-line errors) except
+where a signal must hit a process of their own.
 """
 
 import glob
@@ -28,7 +30,7 @@ COMMON = ("--num_gpus=2", "--dataset=synthetic", "--seed=3", "--batch_size=16",
 
 
 def _train(train_dir, *extra):
-  return helpers.run(TRAIN, *COMMON, f"--train_dir={train_dir}", *extra)
+  return helpers.call(TRAIN, *COMMON, f"--train_dir={train_dir}", *extra)
 
 
 def _variables(path):
@@ -138,7 +140,7 @@ def test_sigterm_saves_and_a_restart_finishes_with_the_uninterrupted_weights(ref
   assert 10 <= stopped_at < MAX_STEPS and path == tf.train.latest_checkpoint(str(tmp_path))
   assert path.endswith(f"ckpt-{stopped_at}")
   assert checkpoints.read(path).global_step == stopped_at
-  result = helpers.run(trainer, *COMMON, f"--train_dir={tmp_path}", f"--max_steps={MAX_STEPS}")
+  result = helpers.call(trainer, *COMMON, f"--train_dir={tmp_path}", f"--max_steps={MAX_STEPS}")
   assert result.returncode == 0, result.stderr[-3000:]
   assert f"Resumed from {path} at step {stopped_at}" in result.stderr
   resumed, expected = checkpoints.read(str(tmp_path)), checkpoints.read(reference[0])
@@ -170,7 +172,7 @@ def _precision_from_log(stderr):
 
 def test_eval_scores_the_moving_averages_and_training_learns(reference, tmp_path):
   train_dir, _ = reference
-  result = helpers.run("strategies.eval", f"--checkpoint_dir={train_dir}", "--run_once",
+  result = helpers.call("strategies.eval", f"--checkpoint_dir={train_dir}", "--run_once",
                        f"--eval_dir={tmp_path}", "--dataset=synthetic", "--seed=3",
                        "--num_examples=512", "--batch_size=64")
   assert result.returncode == 0, result.stderr[-3000:]
