@@ -62,8 +62,8 @@ def _deadline(seconds, message):
 
 
 def _set(getter, setter, value):
-  # The runtime refuses any change once it has started, even to the same value; a process
-  # that already has these settings (a test, a notebook) may call setup again.
+  # Thread pools cannot change once the runtime has started, not even to the same value; a
+  # process that already has these settings (a test, a notebook) may call setup again.
   if getter() != value:
     setter(value)
 
@@ -97,8 +97,7 @@ def setup(config):
       if limit is not None:
         tf.config.set_logical_device_configuration(
             gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=limit)])
-    _set(tf.config.get_soft_device_placement, tf.config.set_soft_device_placement,
-         config.soft_placement)
+    tf.config.set_soft_device_placement(config.soft_placement)
     tf.debugging.set_log_device_placement(config.log_device_placement)
     _set(tf.config.threading.get_intra_op_parallelism_threads,
          tf.config.threading.set_intra_op_parallelism_threads, config.intra_op_threads)

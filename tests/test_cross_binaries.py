@@ -123,9 +123,9 @@ def test_v1_continues_a_tf2_run_as_if_it_never_stopped(runs, tmp_path):
 
 
 def _precision(evaluator, checkpoint_dir, eval_dir, data):
-  result = helpers.run(evaluator, f"--checkpoint_dir={checkpoint_dir}", "--run_once",
-                       f"--eval_dir={eval_dir}", "--seed=2", *data,
-                       "--num_examples=200", "--batch_size=64")
+  result = helpers.call(evaluator, f"--checkpoint_dir={checkpoint_dir}", "--run_once",
+                        f"--eval_dir={eval_dir}", "--seed=2", *data,
+                        "--num_examples=200", "--batch_size=64")
   assert result.returncode == 0, result.stderr[-3000:]
   return re.search(r"precision @ 1 = (\d\.\d+) \((\d+) examples, step (\d+)",
                    result.stderr).groups()
@@ -152,9 +152,9 @@ def test_each_evaluator_scores_each_example_once_from_the_other_trainers_checkpo
 
 
 def test_v1_nan_loss_is_the_same_one_line_error(tmp_path):
-  result = helpers.run("compat_v1.train", *COMMON, "--dataset=synthetic",
-                       f"--train_dir={tmp_path}", "--max_steps=30",
-                       "--learning_rate=1e4", "--save_checkpoint_steps=1")
+  result = helpers.call("compat_v1.train", *COMMON, "--dataset=synthetic",
+                        f"--train_dir={tmp_path}", "--max_steps=30",
+                        "--learning_rate=1e4", "--save_checkpoint_steps=1")
   assert result.returncode == 2 and "Traceback" not in result.stderr
   line = helpers.error_line(result)
   assert re.fullmatch(r"error: loss is NaN or Inf at step \d+; nothing of this step was applied "

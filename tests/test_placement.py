@@ -130,7 +130,6 @@ class _FakeTF:
     # A fresh runtime: nothing set yet, so setup sets everything.
     monkeypatch.setattr(cfg, "get_visible_devices", lambda kind=None: [])
     monkeypatch.setattr(cfg, "get_logical_device_configuration", lambda device: None)
-    monkeypatch.setattr(cfg, "get_soft_device_placement", lambda: None)
     for name in ("get_intra_op_parallelism_threads", "get_inter_op_parallelism_threads"):
       monkeypatch.setattr(cfg.threading, name, lambda: None)
 
