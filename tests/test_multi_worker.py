@@ -69,11 +69,11 @@ def test_a_worker_that_never_comes_up_is_a_bounded_error(tmp_path):
   begin = time.time()
   result = subprocess.run(
       [helpers.sys.executable, "-m", "strategies.train", "--strategy=multi_worker_mirrored",
-       "--peer_timeout_secs=5", *FLAGS, f"--train_dir={tmp_path}"],
+       "--peer_timeout_secs=2", *FLAGS, f"--train_dir={tmp_path}"],
       capture_output=True, text=True, timeout=120, cwd="/",
       env=dict(helpers.env(), TF_CONFIG=json.dumps(spec)))
   assert result.returncode != 0 and time.time() - begin < 90
   assert helpers.error_line(result) == (
-      "error: not every worker of TF_CONFIG came up within 5 s; check that each one was "
+      "error: not every worker of TF_CONFIG came up within 2 s; check that each one was "
       "started and that its port is reachable")
   assert not tf.io.gfile.glob(f"{tmp_path}/ckpt-*")

@@ -28,6 +28,7 @@ PLACED = re.compile(r"^(\S+): \((\w+)\): /job:localhost/replica:0/task:0/device:
                     re.MULTILINE)
 
 
+@pytest.mark.slow
 def test_two_branches_run_on_their_devices_and_learn(tmp_path):
   result = helpers.run("examples.model_parallel", "--num_gpus=2", "--dataset=synthetic",
                        "--steps=40", "--learning_rate=0.1", "--log_device_placement",
