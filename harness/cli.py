@@ -93,7 +93,11 @@ def _parse(fv, argv):
 
 def app_run(define_flags, main, takes_args=False):
   """`python -m binary`: absl's app.run (--help, --flagfile) over the mapping above."""
+  before = set(flags.FLAGS)
   define_flags(flags.FLAGS)
+  # --help lists the key flags of the main module; these were defined from harness.options.
+  for name in set(flags.FLAGS) - before:
+    flags.FLAGS.register_key_flag_for_module(sys.argv[0], flags.FLAGS[name])
 
   def parse(argv):
     try:

@@ -130,3 +130,9 @@ def test_unknown_and_malformed_flags_are_one_line(binary):
 ])
 def test_example_binaries_refuse_bad_flags_in_one_line(binary, flag, expected):
   _check(helpers.call(binary, "--dataset=synthetic", flag), expected)
+
+
+def test_help_lists_the_flags_a_binary_takes():
+  result = helpers.run("compat_v1.train", "--help")  # absl's --help exits with status 1
+  for flag in ("--train_dir", "--num_gpus", "--learning_rate", "--job_name", "--decay_steps"):
+    assert f"  {flag}" in result.stdout, flag
