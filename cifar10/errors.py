@@ -32,17 +32,38 @@ class NonFiniteLoss(UsageError):
     self.step = step
 
 
+class NonFiniteState(UsageError):
+  """A step's update left a weight or moving average NaN or Inf (its loss was finite); the
+  trainers check before every save, so such a state never reaches a checkpoint."""
+
+  def __init__(self, step, last_checkpoint):
+    super().__init__(f"weights or moving averages are NaN or Inf after step {step}; not saved "
+                     f"(last checkpoint: {last_checkpoint}). Lower --learning_rate or check "
+                     "the data")
+    self.step = step
+
+
+# TensorFlow's words when a histogram summary meets a non-finite weight (the v1 summary op).
+_NON_FINITE_HISTOGRAM = ("Infinity in Histogram", "Nan in Histogram",
+                         "Infinity in summary histogram", "Nan in summary histogram")
+
+
 @contextlib.contextmanager
 def loss_checked(step, last_checkpoint):
   """Around a training step: TensorFlow's failed loss check (an InvalidArgumentError carrying
   NON_FINITE_CHECK, matched by class name: this module does not import TensorFlow) becomes
-  NonFiniteLoss; last_checkpoint() names the newest checkpoint for the message."""
+  NonFiniteLoss, and a summary histogram of a non-finite weight NonFiniteState;
+  last_checkpoint() names the newest checkpoint for the message."""
   try:
     yield
   except Exception as e:  # pylint: disable=broad-except
-    if type(e).__name__ != "InvalidArgumentError" or NON_FINITE_CHECK not in str(e):
+    if type(e).__name__ != "InvalidArgumentError":
       raise
-    raise NonFiniteLoss(step, last_checkpoint()) from None
+    if NON_FINITE_CHECK in str(e):
+      raise NonFiniteLoss(step, last_checkpoint()) from None
+    if any(words in str(e) for words in _NON_FINITE_HISTOGRAM):
+      raise NonFiniteState(step, last_checkpoint()) from None
+    raise
 
 
 def cannot_resume(path, error):

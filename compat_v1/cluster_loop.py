@@ -29,7 +29,9 @@ from cifar10 import errors
 from cifar10.errors import UsageError
 from compat_v1 import inputs
 from compat_v1.step import build_train_graph
+from harness import ownership
 from harness import progress
+from harness import signals
 
 v1 = tf.compat.v1
 # The SyncReplicas chief waits this long for tokens at close; 120 s by default (a known hang).
@@ -75,11 +77,20 @@ def run(config, devices, proto, task, sync_replicas=False):
   if job == "ps":
     serve(cluster, job, index, proto)
     return
+  if index == 0:  # the chief writes train_dir: one run per train_dir
+    with ownership.own(config.train_dir):
+      _work(config, devices, proto, cluster, index, sync_replicas)
+  else:
+    _work(config, devices, proto, cluster, index, sync_replicas)
+
+
+def _work(config, devices, proto, cluster, index, sync_replicas):
+  """A worker's life: build, wait for the chief (unless it is the chief), train."""
   workers = cluster.num_tasks("worker")
   server = v1.train.Server(cluster, job_name="worker", task_index=index, config=proto)
   chief = index == 0
   worker_device = f"/job:worker/task:{index}"
-  latest = tf.train.latest_checkpoint(config.train_dir)
+  latest, keep = checkpoints.recover(config.train_dir, repair=chief)
   start = checkpoints.read(latest).global_step if latest else 0
   decay_steps = config.steps_between_decays(len(devices) * workers)
   global_batch = config.global_batch_size(len(devices) * workers)
@@ -105,6 +116,11 @@ def run(config, devices, proto, task, sync_replicas=False):
         step_after = tf.identity(g.global_step.read_value())
     # Global variables only: local ones (SyncReplicas' local step) are this worker's to init.
     uninitialized = None if chief else v1.report_uninitialized_variables(v1.global_variables())
+    # MonitoredTrainingSession's default saver, plus what the single-machine loop's has:
+    # --max_checkpoints_to_keep (across restarts too) and paths relative to train_dir.
+    saver = v1.train.Saver(sharded=True, max_to_keep=config.max_checkpoints_to_keep,
+                           save_relative_paths=True)
+    saver.recover_last_checkpoints(keep)
   if not chief:
     _wait_for_chief(graph, server.target, proto, uninitialized)
   hooks = [v1.train.StopAtStepHook(last_step=config.max_steps),
@@ -120,16 +136,22 @@ def run(config, devices, proto, task, sync_replicas=False):
       master=server.target, is_chief=chief, checkpoint_dir=config.train_dir, hooks=hooks,
       save_checkpoint_steps=config.save_checkpoint_steps,
       save_summaries_steps=config.save_summaries_steps, log_step_count_steps=0,
+      scaffold=v1.train.Scaffold(saver=saver),
       stop_grace_period_secs=STOP_GRACE_SECS, config=proto) as sess:
     local_steps = 0  # this worker's gradient computations (its own train_op runs)
-    while not sess.should_stop():
-      last = lambda: tf.train.latest_checkpoint(config.train_dir)
-      try:
-        with errors.loss_checked(step, last):
-          _, loss, step = sess.run([g.train_op, g.loss, step_after])
-      except v1.train.NanLossDuringTrainingError:
-        raise errors.NonFiniteLoss(step, last()) from None
-      local_steps += 1
-      logger.after_step(step - 1, lambda: loss)
+    last = lambda: tf.train.latest_checkpoint(config.train_dir)
+    with signals.stop_on_sigterm() as stop_requested:
+      while not sess.should_stop() and not stop_requested:
+        try:
+          with errors.loss_checked(step, last):
+            _, loss, step = sess.run([g.train_op, g.loss, step_after])
+        except v1.train.NanLossDuringTrainingError:
+          raise errors.NonFiniteLoss(step, last()) from None
+        local_steps += 1
+        logger.after_step(step - 1, lambda: loss)
+  # Leaving the session above ran its hooks' end(): the chief's CheckpointSaverHook saved
+  # the step reached, so a stop on SIGTERM loses nothing.
+  if stop_requested and step < config.max_steps:
+    raise errors.stopped(step, last())
   logging.info("worker:%d done at global step %d after %d local steps", index, step,
                local_steps)

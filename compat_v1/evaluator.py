@@ -16,6 +16,7 @@ from cifar10 import model
 from cifar10.hparams import DEFAULT
 from compat_v1 import inputs
 from compat_v1 import restore
+from harness import ownership
 from harness import polling
 from harness import progress
 
@@ -77,4 +78,5 @@ class Evaluator:
 
 def run(config):
   """Evaluates the newest checkpoint once, or each new one every eval_interval_secs."""
+  ownership.usable_dir(config.eval_dir, "eval_dir")
   return polling.evaluate_each(Evaluator(config).evaluate, config)

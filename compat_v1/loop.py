@@ -23,6 +23,7 @@ from compat_v1 import inputs
 from compat_v1 import restore
 from compat_v1.step import build_train_graph
 from compat_v1.step import TrainGraph
+from harness import ownership
 from harness import progress
 from harness import signals
 
@@ -41,6 +42,7 @@ class Built:
   saver: v1.train.Saver
   writer: v1.summary.FileWriter
   init_loader: restore.Loader  # assigns an --init_from checkpoint; None without one
+  all_finite: tf.Tensor  # every weight and moving average finite (checked before each save)
 
 
 def last_checkpoint(config):
@@ -65,17 +67,21 @@ def build(config, devices, start, arrays, init_from=None):
         decay_steps=config.steps_between_decays(n),
         hparams=config.hparams, compute_dtype=tf.float16 if config.use_fp16 else tf.float32,
         ema_reads=config.ema_reads)
-    saver = v1.train.Saver(max_to_keep=config.max_checkpoints_to_keep)
+    # Relative paths in the index: the folder can be moved or copied and still resumes.
+    saver = v1.train.Saver(max_to_keep=config.max_checkpoints_to_keep, save_relative_paths=True)
     init_loader = None
     if init_from:
       averages = {n: g.ema.average(v) for n, v in g.params.items()}
       init_loader = restore.Loader(g.global_step, g.params, averages)
+    tracked = list(g.params.values()) + [g.ema.average(v) for v in g.params.values()]
+    all_finite = tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(v)) for v in tracked]))
     init = v1.global_variables_initializer()
     local_init = v1.local_variables_initializer()
     os.makedirs(config.train_dir, exist_ok=True)
     writer = v1.summary.FileWriter(config.train_dir, graph)
   graph.finalize()
-  return Built(graph, g, input_init, feed, init, local_init, saver, writer, init_loader)
+  return Built(graph, g, input_init, feed, init, local_init, saver, writer, init_loader,
+               all_finite)
 
 
 # ---------------------------------------------------------------------------- Train loop
@@ -89,8 +95,13 @@ def run(config, devices, session_config, dataset=None, on_step=None):
   Raises UsageError on bad data, errors.NonFiniteLoss on a NaN/Inf loss (nothing of that
   step applied or saved) and errors.Stopped after saving on SIGTERM.
   """
+  with ownership.own(config.train_dir):  # one run per train_dir
+    return _run(config, devices, session_config, dataset, on_step)
+
+
+def _run(config, devices, session_config, dataset, on_step):
   n = len(devices)
-  latest = last_checkpoint(config)
+  latest, keep = checkpoints.recover(config.train_dir)
   init_path = checkpoints.resolve(config.init_from) if config.init_from and not latest else None
   resume_from = latest or init_path
   start = checkpoints.read(resume_from).global_step if resume_from else 0
@@ -113,6 +124,7 @@ def run(config, devices, session_config, dataset=None, on_step=None):
       except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
         raise errors.cannot_resume(latest, e) from None
       logging.info("Resumed from %s at step %d", latest, start)
+      b.saver.recover_last_checkpoints(keep)  # so --max_checkpoints_to_keep spans restarts
     else:
       sess.run(b.init)
       if init_path:
@@ -133,6 +145,8 @@ def run(config, devices, session_config, dataset=None, on_step=None):
         done = step + 1
         stopping = bool(stop_requested) and done < config.max_steps
         if done % config.save_checkpoint_steps == 0 or done == config.max_steps or stopping:
+          if not sess.run(b.all_finite):
+            raise errors.NonFiniteState(step, last_checkpoint(config))
           path = b.saver.save(sess, prefix, global_step=done)
         if on_step:
           on_step(step, out[1], out[2])

@@ -37,7 +37,8 @@ def define_flags(fv):
 
 
 def _task(values):
-  """This process's cluster.Task, from the classic flags or else TF_CONFIG."""
+  """This process's cluster.Task, from the classic flags or else TF_CONFIG; a TF_CONFIG
+  without a ps job is not a ps/worker cluster and is ignored (with a log line)."""
   if values.job_name:
     if values.job_name not in ("ps", "worker") or not values.worker_hosts \
         or not values.ps_hosts:
@@ -45,7 +46,13 @@ def _task(values):
                        "both given")
     return cluster.Task({"ps": values.ps_hosts, "worker": values.worker_hosts},
                         values.job_name, values.task_index)
-  return cluster.current()
+  task = cluster.current()
+  if task.cluster and "ps" not in task.cluster:
+    from absl import logging  # pylint: disable=g-import-not-at-top
+    logging.info("TF_CONFIG is set but ignored: it has no ps job, so this is not a ps/worker "
+                 "task; training on this machine")
+    return cluster.Task(None)
+  return task
 
 
 def main(values):

@@ -17,6 +17,7 @@ import tensorflow as tf
 from cifar10 import errors
 from cifar10 import input_pipeline
 from examples import keras_model
+from harness import ownership
 
 PATTERN = "keras-{epoch:04d}.weights.h5"
 
@@ -46,7 +47,8 @@ def restore_latest(net, train_dir):
 
 
 class _StopOnNaN(keras.callbacks.Callback):
-  """Raises the trainers' one-line NaN error before any checkpoint callback runs."""
+  """Raises the trainers' one-line NaN errors before any checkpoint callback runs: for a
+  non-finite loss after each step, for non-finite weights before each save."""
 
   def __init__(self, train_dir):
     super().__init__()
@@ -58,6 +60,12 @@ class _StopOnNaN(keras.callbacks.Callback):
       step = int(self.model.optimizer.iterations.numpy()) - 1
       newest = checkpoint_files(self.train_dir)
       raise errors.NonFiniteLoss(step, newest[0] if newest else None)
+
+  def on_epoch_end(self, epoch, logs=None):  # runs before ModelCheckpoint's, listed after it
+    if not all(bool(tf.reduce_all(tf.math.is_finite(w))) for w in self.model.weights):
+      step = int(self.model.optimizer.iterations.numpy()) - 1
+      newest = checkpoint_files(self.train_dir)
+      raise errors.NonFiniteState(step, newest[0] if newest else None)
 
 
 class _KeepNewest(keras.callbacks.Callback):
@@ -90,6 +98,11 @@ class _TensorBoard(keras.callbacks.TensorBoard):
 
 def fit(config, strategy):
   """Trains with model.fit under `strategy`; returns the final step count."""
+  with ownership.own(config.train_dir):  # one run per train_dir
+    return _fit(config, strategy)
+
+
+def _fit(config, strategy):
   n = strategy.num_replicas_in_sync
   net = keras_model.build(
       strategy, seed=config.seed, hparams=config.hparams,

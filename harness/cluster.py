@@ -46,15 +46,28 @@ def parse(text):
     raise UsageError("TF_CONFIG must be a JSON object with 'cluster' and 'task'")
   task = value.get("task") or {}
   try:
-    return Task(value.get("cluster") or None, task.get("type", "worker"),
-                int(task.get("index", 0)))
+    result = Task(value.get("cluster") or None, task.get("type", "worker"),
+                  int(task.get("index", 0)))
   except (TypeError, ValueError, AttributeError):
     raise UsageError(f"TF_CONFIG has a malformed task: {task!r}") from None
+  if result.cluster is not None:
+    if not isinstance(result.cluster, dict) or not all(
+        isinstance(hosts, list) for hosts in result.cluster.values()):
+      raise UsageError("TF_CONFIG's cluster must map each job to a list of host:port")
+    tasks = len(result.cluster.get(result.type, []))
+    if not 0 <= result.index < tasks:
+      raise UsageError(f"TF_CONFIG names task {result.type}:{result.index}, but its cluster "
+                       f"has {tasks} {result.type} task(s)")
+  return result
 
 
 def current():
-  """The Task of this process's TF_CONFIG."""
+  """The Task of this process's TF_CONFIG; UsageError (one line) if it is malformed."""
   return parse(os.environ.get("TF_CONFIG"))
+
+
+def is_set():
+  return bool(os.environ.get("TF_CONFIG"))
 
 
 def to_json(cluster, job, index):

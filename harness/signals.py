@@ -25,6 +25,9 @@ class StopRequest:
 def stop_on_sigterm():
   """Yields a StopRequest; SIGTERM sets it instead of ending the process.
 
+  The handler stays installed after the block, until the process exits: a loop leaves the
+  block to save and exit with STOPPED_EXIT_STATUS, and a second SIGTERM then (schedulers
+  repeat theirs) must not meet the default handler, which ends the process with 143.
   Python signal handlers can only be installed from the main thread; elsewhere (a loop run
   from a test thread) SIGTERM keeps its usual effect and the request never becomes true.
   """
@@ -36,8 +39,5 @@ def stop_on_sigterm():
   def handler(signum, frame):  # pylint: disable=unused-argument
     request.signalled = True
 
-  previous = signal.signal(signal.SIGTERM, handler)
-  try:
-    yield request
-  finally:
-    signal.signal(signal.SIGTERM, previous)
+  signal.signal(signal.SIGTERM, handler)
+  yield request

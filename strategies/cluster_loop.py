@@ -24,8 +24,10 @@ import os
 from absl import logging
 import tensorflow as tf
 
+from cifar10 import checkpoints
 from cifar10 import errors
 from cifar10 import input_pipeline
+from harness import ownership
 from harness import progress
 from harness import signals
 from strategies import loop
@@ -36,13 +38,19 @@ def run(config, strategy, dataset=None):
 
   dataset: the examples to train on (an input_pipeline.Source); default: config.dataset.
   """
+  with ownership.own(config.train_dir):  # one run per train_dir
+    return _run(config, strategy, dataset)
+
+
+def _run(config, strategy, dataset):
   trainer = loop.build_trainer(config, strategy, summary_outputs=False)
   for name, shards in trainer.partitions.items():
     logging.info("%s is partitioned into %d shards: %s", name, shards,
                  ", ".join(s.device for s in trainer.params[name].variables))
+  resume_from, _ = checkpoints.recover(config.train_dir)
   manager = tf.train.CheckpointManager(trainer.checkpoint(), config.train_dir,
                                        max_to_keep=config.max_checkpoints_to_keep)
-  start = loop.restore(config, trainer)
+  start = loop.restore(config, trainer, resume_from)
   if start >= config.max_steps:
     logging.info("Step %d already reached --max_steps=%d; nothing to do", start,
                  config.max_steps)
@@ -115,4 +123,6 @@ def _after_schedule(config, trainer, manager, coordinator, result, writer, logge
       for name, variable in trainer.params.items():
         tf.summary.histogram(name + "/values", tf.convert_to_tensor(variable), step=step)
   if due_save:
+    if not bool(trainer.all_finite()):
+      raise errors.NonFiniteState(step, loop.last_checkpoint(config))
     manager.save(checkpoint_number=done)

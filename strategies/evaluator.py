@@ -11,6 +11,7 @@ import tensorflow as tf
 from cifar10 import checkpoints
 from cifar10 import input_pipeline
 from cifar10 import model
+from harness import ownership
 from harness import polling
 from harness import progress
 
@@ -53,4 +54,5 @@ class Evaluator:
 
 def run(config):
   """Evaluates the newest checkpoint once, or each new one every eval_interval_secs."""
+  ownership.usable_dir(config.eval_dir, "eval_dir")
   return polling.evaluate_each(Evaluator(config).evaluate, config)

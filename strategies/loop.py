@@ -26,6 +26,7 @@ import tensorflow as tf
 from cifar10 import checkpoints
 from cifar10 import errors
 from cifar10 import input_pipeline
+from harness import ownership
 from harness import progress
 from harness import signals
 from strategies.step import Trainer
@@ -43,10 +44,9 @@ def build_trainer(config, strategy, summary_outputs=True):
       ema_reads=config.ema_reads, summary_outputs=summary_outputs)
 
 
-def restore(config, trainer):
-  """Resumes from the newest checkpoint of train_dir, or starts from --init_from, or from
-  the seed's weights; returns the global step to start at."""
-  path = tf.train.latest_checkpoint(config.train_dir)
+def restore(config, trainer, path):
+  """Resumes from checkpoint `path` of train_dir (see checkpoints.recover), or starts from
+  --init_from, or from the seed's weights; returns the global step to start at."""
   if path is not None:
     try:
       trainer.checkpoint().restore(path).assert_existing_objects_matched()
@@ -99,20 +99,24 @@ def run(config, strategy, dataset=None, on_step=None):
   # Every worker saves (MultiWorkerMirroredStrategy's save is collective), the chief into
   # train_dir and the others into throw-away folders; all restore from train_dir.
   chief = strategy.extended.should_checkpoint
-  save_dir = config.train_dir if chief else tempfile.mkdtemp(prefix="cifar10-worker-")
+  if chief:
+    with ownership.own(config.train_dir):  # one run per train_dir
+      return _train(config, strategy, dataset, on_step, config.train_dir, chief)
+  save_dir = tempfile.mkdtemp(prefix="cifar10-worker-")
   try:
     return _train(config, strategy, dataset, on_step, save_dir, chief)
   finally:
-    if not chief:
-      shutil.rmtree(save_dir, ignore_errors=True)
+    shutil.rmtree(save_dir, ignore_errors=True)
 
 
 def _train(config, strategy, dataset, on_step, save_dir, chief):
   n = strategy.num_replicas_in_sync
   trainer = build_trainer(config, strategy)
+  resume_from, _ = checkpoints.recover(config.train_dir, repair=chief)
+  # After recover: the manager counts the checkpoints the index lists against max_to_keep.
   manager = tf.train.CheckpointManager(trainer.checkpoint(), save_dir,
                                        max_to_keep=config.max_checkpoints_to_keep)
-  start = restore(config, trainer)
+  start = restore(config, trainer, resume_from)
   if start >= config.max_steps:
     logging.info("Step %d already reached --max_steps=%d; nothing to do", start,
                  config.max_steps)
@@ -140,6 +144,8 @@ def _train(config, strategy, dataset, on_step, save_dir, chief):
       # the (collective, under multi_worker_mirrored) save below.
       stopping = bool(stopping) and done < config.max_steps
       if done % config.save_checkpoint_steps == 0 or done == config.max_steps or stopping:
+        if not bool(trainer.all_finite()):
+          raise errors.NonFiniteState(step, last_checkpoint(config))
         manager.save(checkpoint_number=done)
       if on_step:
         on_step(step, loss, lr)

@@ -173,6 +173,13 @@ class Trainer:
     """
     return self.step_fn(iterator, tf.constant(float(stop_requested)))
 
+  @tf.function
+  def all_finite(self):
+    """Whether every weight and moving average is finite (checked before every save)."""
+    values = [tf.reduce_all(tf.math.is_finite(v)) for v in self.shards]
+    values += [tf.reduce_all(tf.math.is_finite(self.ema.average(s))) for s in self.shards]
+    return tf.reduce_all(tf.stack(values))
+
   def checkpoint(self):
     """Weights, EMA shadows and global step. Plain SGD has no slot state to save."""
     return tf.train.Checkpoint(global_step=self.global_step, params=self.params,

@@ -32,9 +32,14 @@ def main(values):
   if values.peer_timeout_secs < 1:
     raise UsageError("--peer_timeout_secs must be a positive integer")
   # TensorFlow is imported only now, so bad flags are answered in milliseconds.
+  from absl import logging  # pylint: disable=g-import-not-at-top
   from harness import cluster  # pylint: disable=g-import-not-at-top
   from strategies import devices  # pylint: disable=g-import-not-at-top
-  if values.strategy == "parameter_server" and cluster.current().type in ("worker", "ps"):
+  if values.strategy in ("mirrored", "one_device"):
+    if cluster.is_set():
+      logging.info("TF_CONFIG is set but ignored: --strategy=%s runs on this machine only",
+                   values.strategy)
+  elif cluster.current().type in ("worker", "ps") and values.strategy == "parameter_server":
     devices.serve()  # workers and ps tasks only serve; the chief runs the loop
     return
   strategy = devices.get_strategy(values.strategy, devices.setup(device_config),

@@ -1,0 +1,176 @@
+"""Nothing lost, nothing silent: a run's folder is its own, and bad folders are one line.
+
+The faults of a careless or hostile user, each against both trainers (and the Keras path
+where it applies), in-process through helpers.call unless a process is what is tested.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from harness import ownership
+from tests import helpers
+
+TRAINERS = pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train",
+                                               "examples.keras_fit"])
+FLAGS = ("--dataset=synthetic", "--batch_size=4", "--max_steps=2", "--save_checkpoint_steps=1")
+
+
+def _check(result, expected):
+  assert result.returncode == 2, result.stderr[-2000:]
+  line = helpers.error_line(result)
+  assert line.startswith("error: ") and expected in line, line
+  return line
+
+
+@TRAINERS
+def test_a_second_run_on_a_train_dir_in_use_is_refused_naming_the_owner(trainer, tmp_path):
+  with ownership.own(str(tmp_path)):
+    line = _check(helpers.call(trainer, *FLAGS, f"--train_dir={tmp_path}"),
+                  f"--train_dir={tmp_path} is in use by another run (host ")
+  assert f"pid {os.getpid()}" in line
+  assert not [f for f in os.listdir(tmp_path) if f != ownership.LOCK_FILE]
+  # Once the owner is gone the folder is free again.
+  assert helpers.call(trainer, *FLAGS, f"--train_dir={tmp_path}").returncode == 0
+
+
+def test_a_sigkilled_owner_leaves_no_stuck_lock(tmp_path):
+  holder = subprocess.Popen(
+      [sys.executable, "-c", "import sys, time; from harness import ownership\n"
+       f"with ownership.own({str(tmp_path)!r}):\n  print('held', flush=True); time.sleep(60)"],
+      stdout=subprocess.PIPE, text=True, cwd=helpers.REPO)
+  try:
+    assert holder.stdout.readline().strip() == "held"
+    with pytest.raises(ownership.UsageError, match="is in use by another run"):
+      with ownership.own(str(tmp_path)):
+        pass
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(30)
+    with ownership.own(str(tmp_path)):
+      pass
+  finally:
+    holder.kill()
+    holder.wait(30)
+
+
+@TRAINERS
+def test_a_train_dir_that_is_a_file_or_under_one_is_one_line(trainer, tmp_path):
+  path = tmp_path / "file"
+  path.write_text("not a folder")
+  for train_dir in (path, path / "sub"):
+    _check(helpers.call(trainer, *FLAGS, f"--train_dir={train_dir}"),
+           f"cannot use --train_dir={train_dir}: ")
+  assert path.read_text() == "not a folder"
+
+
+@pytest.mark.parametrize("evaluator", ["strategies.eval", "compat_v1.eval"])
+def test_an_eval_dir_that_is_a_file_is_one_line(evaluator, tmp_path):
+  path = tmp_path / "file"
+  path.write_text("not a folder")
+  _check(helpers.call(evaluator, "--dataset=synthetic", "--run_once", "--num_examples=8",
+                      f"--checkpoint_dir={tmp_path}", f"--eval_dir={path}"),
+         f"cannot use --eval_dir={path}: ")
+
+
+@TRAINERS
+def test_non_finite_weights_are_never_saved(trainer, tmp_path):
+  # lr 1e300: the first step's loss is finite, its update is not (the loss check alone let
+  # TF2 save Inf weights at step 1, which no later run could resume from).
+  flags = ("--dataset=synthetic", "--batch_size=4", "--max_steps=4", "--learning_rate=1e300",
+           "--save_checkpoint_steps=1", "--save_summaries_steps=2", f"--train_dir={tmp_path}")
+  line = _check(helpers.call(trainer, *flags), "NaN or Inf")
+  assert "Lower --learning_rate" in line
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  for path in tf.io.gfile.glob(f"{tmp_path}/*.index") + tf.io.gfile.glob(f"{tmp_path}/*.h5"):
+    if path.endswith(".index"):
+      reader = tf.train.load_checkpoint(path[:-len(".index")])
+      values = [reader.get_tensor(k) for k in reader.get_variable_to_shape_map()]
+    else:
+      import h5py  # pylint: disable=g-import-not-at-top
+      with h5py.File(path, "r") as f:
+        values = [f[f"vars/{i}"][()] for i in range(len(f["vars"]))]
+    for value in values:
+      assert np.all(np.isfinite(np.asarray(value, np.float64))), path
+
+
+def test_sigterm_stays_handled_after_the_loop_until_the_process_exits():
+  # The loops leave their stop_on_sigterm block before exiting with status 42; a second
+  # SIGTERM in that window (schedulers repeat it) must not meet the default handler, which
+  # would end the process with 143 and a scheduler restarting on 42 would not restart it.
+  import time  # pylint: disable=g-import-not-at-top
+  from harness import signals  # pylint: disable=g-import-not-at-top
+  previous = signal.getsignal(signal.SIGTERM)
+  try:
+    with signals.stop_on_sigterm() as request:
+      os.kill(os.getpid(), signal.SIGTERM)
+      deadline = time.time() + 5
+      while not request and time.time() < deadline:
+        time.sleep(0.01)
+      assert request
+    assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, previous)
+    os.kill(os.getpid(), signal.SIGTERM)  # would end pytest itself before the fix
+    time.sleep(0.05)
+  finally:
+    signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.mark.slow
+def test_v1_ps_worker_jobs_save_on_sigterm(tmp_path):
+  import glob  # pylint: disable=g-import-not-at-top
+  import re  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top
+  proc = helpers.start("compat_v1.launch", "--workers=2", "--ps=1", "--timeout_secs=240", "--",
+                       "--dataset=synthetic", "--batch_size=4", "--max_steps=100000",
+                       "--save_checkpoint_steps=100000", "--learning_rate=0.02",
+                       f"--train_dir={tmp_path}")
+  try:
+    deadline = time.time() + 120
+    while not glob.glob(f"{tmp_path}/model.ckpt-0.index") and time.time() < deadline:
+      assert proc.poll() is None, proc.stdout.read()[-3000:]
+      time.sleep(0.1)
+    time.sleep(3)  # some steps, none of them saved by the (never due) periodic checkpoint
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=90)
+  finally:
+    proc.kill()
+  match = re.search(r"\[worker:0\] stopped: SIGTERM after step (\d+); saved (\S+);", out)
+  assert match, out[-3000:]
+  step, path = int(match[1]), match[2]
+  assert step > 0 and checkpoints.read(path).global_step == step
+  assert checkpoints.read(str(tmp_path)).global_step == step
+
+
+@pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
+def test_a_stray_tf_config_does_not_send_a_single_machine_run_elsewhere(trainer, tmp_path,
+                                                                      monkeypatch):
+  # Left in the shell by an earlier job: a non-chief worker of a cluster without ps tasks.
+  monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, '
+                     '"task": {"type": "worker", "index": 1}}')
+  result = helpers.call(trainer, *FLAGS, f"--train_dir={tmp_path}")
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert "TF_CONFIG is set but ignored" in result.stderr
+  from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top
+  assert checkpoints.read(str(tmp_path)).global_step == 2
+
+
+@pytest.mark.parametrize("trainer", [("strategies.train", "--strategy=multi_worker_mirrored"),
+                                     ("strategies.train", "--strategy=parameter_server"),
+                                     ("compat_v1.train", "--sync_replicas=false")])
+@pytest.mark.parametrize("value,expected", [
+    ("{not json", "TF_CONFIG is not JSON"),
+    ('{"task": {"type": "worker", "index": "x"}}', "TF_CONFIG has a malformed task"),
+    ('{"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"], "ps": ["127.0.0.1:3"]}, '
+     '"task": {"type": "worker", "index": 5}}',
+     "TF_CONFIG names task worker:5, but its cluster has 2 worker task(s)"),
+])
+def test_a_malformed_tf_config_is_one_line_where_it_matters(trainer, value, expected,
+                                                            tmp_path, monkeypatch):
+  monkeypatch.setenv("TF_CONFIG", value)
+  module, mode = trainer
+  _check(helpers.call(module, mode, *FLAGS, f"--train_dir={tmp_path}"), expected)
+  assert not os.listdir(tmp_path)
