@@ -132,8 +132,15 @@ def _fit(config, strategy):
       _KeepNewest(config.train_dir, config.max_checkpoints_to_keep),
       _TensorBoard(start, log_dir=config.train_dir, update_freq=config.save_summaries_steps),
   ]
-  net.fit(dataset, initial_epoch=start // every, epochs=config.max_steps // every,
-          steps_per_epoch=every, callbacks=callbacks, verbose=1, shuffle=False)
+  try:
+    net.fit(dataset, initial_epoch=start // every, epochs=config.max_steps // every,
+            steps_per_epoch=every, callbacks=callbacks, verbose=1, shuffle=False)
+  except BaseException:
+    # fit skips on_train_end when a callback raises, and the TensorBoard callback would
+    # leave tf.summary's recording state switched to its own: in this process nothing
+    # summarised afterwards would be written. Its on_train_end restores that state.
+    callbacks[-1].on_train_end()
+    raise
   step = int(net.optimizer.iterations.numpy())
   logging.info("Done: step %d, checkpoint %s", step, checkpoint_files(config.train_dir)[0])
   return step

@@ -174,3 +174,16 @@ def test_a_malformed_tf_config_is_one_line_where_it_matters(trainer, value, expe
   module, mode = trainer
   _check(helpers.call(module, mode, *FLAGS, f"--train_dir={tmp_path}"), expected)
   assert not os.listdir(tmp_path)
+
+
+def test_a_failed_keras_run_leaves_tf_summary_recording_in_this_process(tmp_path):
+  # keras_fit stopped by the non-finite check inside fit; the TF2 loop run after it in the
+  # same process must still write its summaries.
+  flags = ("--dataset=synthetic", "--batch_size=4", "--max_steps=2", "--learning_rate=1e300",
+           "--save_checkpoint_steps=1")
+  assert helpers.call("examples.keras_fit", *flags, f"--train_dir={tmp_path / 'k'}"
+                      ).returncode == 2
+  assert helpers.call("strategies.train", *FLAGS, f"--train_dir={tmp_path / 't'}"
+                      ).returncode == 0
+  from equivalence import runs  # pylint: disable=g-import-not-at-top
+  assert list(runs.summaries(tmp_path / "t")["loss"]) == [0]
