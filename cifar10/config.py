@@ -27,6 +27,12 @@ def _non_negative(name, value):
     raise UsageError(f"--{name} must be >= 0, got {value}")
 
 
+def _seed(value):
+  # Seeds become int64 tensors (stateless random ops): larger ones overflow inside TF.
+  if value is None or not 0 <= value < 2 ** 63:
+    raise UsageError(f"--seed must be in [0, 2**63), got {value}")
+
+
 def check_dataset(dataset, data_dir):
   """UsageError unless `dataset` is known and has the data_dir it needs."""
   if dataset not in DATASETS:
@@ -102,10 +108,10 @@ class TrainConfig:
     for name in ("max_steps", "batch_size", "log_frequency", "save_summaries_steps",
                  "save_checkpoint_steps", "max_checkpoints_to_keep"):
       _positive(name, getattr(self, name))
-    _non_negative("seed", self.seed)
+    _seed(self.seed)
     _non_negative("decay_steps", self.decay_steps)
-    if not self.learning_rate > 0:
-      raise UsageError(f"--learning_rate must be positive, got {self.learning_rate}")
+    if not 0 < self.learning_rate < float("inf"):
+      raise UsageError(f"--learning_rate must be positive and finite, got {self.learning_rate}")
     check_dataset(self.dataset, self.data_dir)
     if self.ema_reads not in EMA_READS:
       raise UsageError(f"--ema_reads must be one of {', '.join(EMA_READS)}, got "
@@ -150,5 +156,5 @@ class EvalConfig:
       raise UsageError(f"--eval_data must be 'test' or 'train_eval', got {self.eval_data!r}")
     for name in ("num_examples", "batch_size", "eval_interval_secs"):
       _positive(name, getattr(self, name))
-    _non_negative("seed", self.seed)
+    _seed(self.seed)
     check_dataset(self.dataset, self.data_dir)

@@ -114,7 +114,20 @@ def load_bin(data_dir, split):
   """Reads the .bin files of `split` into numpy arrays, in file order. Plain numpy: it runs
   the same in eager code, inside a tf.function and while a v1 graph is being built."""
   files = bin_files(data_dir, split)
-  return decode_records(np.concatenate([np.fromfile(f, np.uint8) for f in files]))
+  images, labels = decode_records(np.concatenate([np.fromfile(f, np.uint8) for f in files]))
+  _check_labels(labels, f"the {split} files of {os.path.dirname(files[0])}")
+  return images, labels
+
+
+def _check_labels(labels, where):
+  """UsageError unless every label is a class of CIFAR-10 (0..9): a label byte out of range
+  means the files are not CIFAR-10 (CIFAR-100's have two label bytes), and such examples would
+  fail training and score 0 in evaluation, silently."""
+  bad = np.flatnonzero((labels < 0) | (labels >= DEFAULT.num_classes))
+  if bad.size:
+    raise UsageError(f"{where}: record {bad[0]} has label {labels[bad[0]]}, and {bad.size} "
+                     f"record(s) in all are outside CIFAR-10's 0..{DEFAULT.num_classes - 1}; "
+                     "these are not CIFAR-10 files")
 
 
 def load_tfds(data_dir, split, download):
@@ -140,6 +153,7 @@ def load_tfds(data_dir, split, download):
   chunks = list(tfds.as_numpy(dataset.batch(10000)))
   images = np.concatenate([c[0] for c in chunks])
   labels = np.concatenate([c[1] for c in chunks]).astype(np.int32)
+  _check_labels(labels, f"tfds cifar10 {split}")
   return images, labels
 
 

@@ -187,3 +187,33 @@ def test_a_failed_keras_run_leaves_tf_summary_recording_in_this_process(tmp_path
                       ).returncode == 0
   from equivalence import runs  # pylint: disable=g-import-not-at-top
   assert list(runs.summaries(tmp_path / "t")["loss"]) == [0]
+
+
+@pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
+@pytest.mark.parametrize("flag,expected", [
+    ("--seed=9223372036854775808", "--seed must be in [0, 2**63), got 9223372036854775808"),
+    ("--learning_rate=inf", "--learning_rate must be positive and finite, got inf"),
+    ("--learning_rate=nan", "--learning_rate must be positive and finite, got nan"),
+])
+def test_seeds_and_rates_tensorflow_cannot_hold_are_one_line(trainer, flag, expected, tmp_path):
+  _check(helpers.call(trainer, *FLAGS, flag, f"--train_dir={tmp_path}"), expected)
+  assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("binary", ["strategies.train", "compat_v1.train", "strategies.eval",
+                                    "compat_v1.eval"])
+def test_labels_outside_cifar10_are_one_line_for_training_and_evaluation(binary, tmp_path):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  written = helpers.write_bin_dataset(str(tmp_path / "data"), seed=1, train_per_file=4,
+                                      num_test=8)
+  root = tmp_path / "data" / "cifar-10-batches-bin"
+  name = "data_batch_3.bin" if binary.endswith("train") else "test_batch.bin"
+  records = np.fromfile(root / name, np.uint8).reshape(-1, 3073)
+  records[2, 0] = 12  # CIFAR-10 has labels 0..9
+  records.tofile(root / name)
+  assert written
+  args = (("--batch_size=4", "--max_steps=1", f"--train_dir={tmp_path / 't'}")
+          if binary.endswith("train") else
+          ("--run_once", f"--checkpoint_dir={tmp_path}", f"--eval_dir={tmp_path / 'e'}"))
+  _check(helpers.call(binary, "--dataset=cifar10_bin", f"--data_dir={tmp_path / 'data'}",
+                      *args), "has label 12")
