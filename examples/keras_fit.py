@@ -14,6 +14,8 @@ step.
 """
 
 from cifar10.errors import UsageError
+from absl import flags
+
 from harness import cli
 from harness import options
 
@@ -41,4 +43,4 @@ def main(values):
 
 
 if __name__ == "__main__":
-  cli.app_run(define_flags, main)
+  cli.app_run(flags.FLAGS, define_flags, main)

@@ -91,23 +91,24 @@ def _parse(fv, argv):
     _fail(str(e))
 
 
-def app_run(define_flags, main, takes_args=False):
-  """`python -m binary`: absl's app.run (--help, --flagfile) over the mapping above."""
-  before = set(flags.FLAGS)
-  define_flags(flags.FLAGS)
+def app_run(fv, define_flags, main, takes_args=False):
+  """`python -m binary`: absl's app.run (--help, --flagfile) over the mapping above. `fv` is
+  the global FlagValues the entry point hands in (app.run parses into it)."""
+  before = set(fv)
+  define_flags(fv)
   # --help lists the key flags of the main module; these were defined from harness.options.
-  for name in set(flags.FLAGS) - before:
-    flags.FLAGS.register_key_flag_for_module(sys.argv[0], flags.FLAGS[name])
+  for name in set(fv) - before:
+    fv.register_key_flag_for_module(sys.argv[0], fv[name])
 
   def parse(argv):
     try:
-      return _parse(flags.FLAGS, argv)
+      return _parse(fv, argv)
     except Exit as e:
       sys.exit(e.status)
 
   def run(argv):
     try:
-      _main(main, flags.FLAGS, argv[1:], takes_args)
+      _main(main, fv, argv[1:], takes_args)
     except Exit as e:
       sys.exit(e.status)
 

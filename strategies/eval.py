@@ -5,6 +5,8 @@
 Without --run_once it waits for new checkpoints and scores each, like `cifar10_eval.py`.
 """
 
+from absl import flags
+
 from harness import cli
 from harness import options
 
@@ -20,4 +22,4 @@ def main(values):
 
 
 if __name__ == "__main__":
-  cli.app_run(define_flags, main)
+  cli.app_run(flags.FLAGS, define_flags, main)

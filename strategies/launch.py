@@ -54,4 +54,4 @@ def main(values, train_args):
 
 
 if __name__ == "__main__":
-  cli.app_run(define_flags, main, takes_args=True)
+  cli.app_run(flags.FLAGS, define_flags, main, takes_args=True)

@@ -53,4 +53,4 @@ def main(values):
 
 
 if __name__ == "__main__":
-  cli.app_run(define_flags, main)
+  cli.app_run(flags.FLAGS, define_flags, main)
