@@ -150,8 +150,10 @@ def _work(config, devices, proto, cluster, index, sync_replicas):
         local_steps += 1
         logger.after_step(step - 1, lambda: loss)
   # Leaving the session above ran its hooks' end(): the chief's CheckpointSaverHook saved
-  # the step reached, so a stop on SIGTERM loses nothing.
+  # the step reached, so a stop on SIGTERM loses nothing. Other workers may still have
+  # updated the shared step after this worker's last one: name the step that was saved.
   if stop_requested and step < config.max_steps:
-    raise errors.stopped(step, last())
+    path = last()
+    raise errors.stopped(int(path.rsplit("-", 1)[1]) if path else step, path)
   logging.info("worker:%d done at global step %d after %d local steps", index, step,
                local_steps)
