@@ -139,7 +139,9 @@ def _fit(config, strategy):
     # fit skips on_train_end when a callback raises, and the TensorBoard callback would
     # leave tf.summary's recording state switched to its own: in this process nothing
     # summarised afterwards would be written. Its on_train_end restores that state.
-    callbacks[-1].on_train_end()
+    # Unless the writer never opened (a full disk): then there is nothing to restore.
+    if callbacks[-1]._prev_summary_state:  # pylint: disable=protected-access
+      callbacks[-1].on_train_end()
     raise
   step = int(net.optimizer.iterations.numpy())
   logging.info("Done: step %d, checkpoint %s", step, checkpoint_files(config.train_dir)[0])

@@ -10,6 +10,7 @@ and the exit status returned instead of exiting.
   errors.Stopped        stopped: <message>  exit 42 (errors.STOPPED_EXIT_STATUS)
   KeyboardInterrupt     error: interrupted  exit 130
   TF placement failure  error: <one line>   exit 2 (soft placement off, see `placement`)
+  disk full, read-only  error: <one line>   exit 2 (see `storage`)
 """
 
 import re
@@ -47,6 +48,34 @@ def placement(message):
   return None
 
 
+# What the OS says when a folder cannot take a write; TensorFlow's file system errors end with
+# the same words (its ResourceExhausted/PermissionDenied/FailedPrecondition from errno).
+_STORAGE = re.compile(r"(?:(?P<path>/[^\s;:,]+)[;:,]? )?(?:\[Errno \d+\] )?"
+                      r"(?P<why>No space left on device|Disk quota exceeded|"
+                      r"Read-only file system|Permission denied|Operation not permitted)")
+
+
+def storage(error):
+  """The UsageError for a write that the disk refused (full, over quota, read-only, not
+  permitted, immutable), from an OSError or TensorFlow error `error`; None if it is not one.
+
+  Checkpoints are written to temporary names and published by replacing the index, so a
+  refused write leaves the last complete checkpoint as it was: the run can go on from it.
+  """
+  if not isinstance(error, OSError) and not any(
+      t.__name__ == "OpError" for t in type(error).__mro__):
+    return None
+  match = _STORAGE.search(str(error))
+  if not match:
+    return None
+  path = getattr(error, "filename", None) or match["path"]
+  verb = "access" if match["why"] in ("Permission denied", "Operation not permitted") \
+      else "write to"
+  where = f" {path}" if path else " a file"
+  return UsageError(f"cannot {verb}{where}: {match['why']}; the checkpoints already written "
+                    "are complete, and a run started again resumes from the newest")
+
+
 class Exit(Exception):
   """A binary's end with `status`, its message already printed."""
 
@@ -75,9 +104,9 @@ def _main(main, values, args, takes_args):
   except KeyboardInterrupt:
     _fail("interrupted", status=130)
   except Exception as e:  # pylint: disable=broad-except
-    # Only TensorFlow's placement failures (soft placement off) become one line; the class
-    # is matched by name so that bad flags never wait for TensorFlow to import.
-    error = placement(str(e)) if type(e).__name__ == "InvalidArgumentError" else None
+    # Only TensorFlow's placement failures (soft placement off) and refused writes become one
+    # line; classes are matched by name so that bad flags never wait for TensorFlow to import.
+    error = placement(str(e)) if type(e).__name__ == "InvalidArgumentError" else storage(e)
     if error is None:
       raise
     _fail(str(error))

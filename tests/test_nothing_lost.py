@@ -4,7 +4,10 @@ The faults of a careless or hostile user, each against both trainers (and the Ke
 where it applies), in-process through helpers.call unless a process is what is tested.
 """
 
+import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -217,3 +220,68 @@ def test_labels_outside_cifar10_are_one_line_for_training_and_evaluation(binary,
           ("--run_once", f"--checkpoint_dir={tmp_path}", f"--eval_dir={tmp_path / 'e'}"))
   _check(helpers.call(binary, "--dataset=cifar10_bin", f"--data_dir={tmp_path / 'data'}",
                       *args), "has label 12")
+
+
+@pytest.mark.parametrize("error,expected", [
+    (OSError(28, "No space left on device", "/d/x/ckpt-2.index"),
+     "cannot write to /d/x/ckpt-2.index: No space left on device; "),
+    ("ResourceExhaustedError", "cannot write to /d/x/model.ckpt-2.data-00000-of-00001"
+     ".tempstate42: No space left on device; "),
+    (OSError(30, "Read-only file system"), "cannot write to a file: Read-only file system; "),
+    (OSError(1, "Operation not permitted", "/d/x/.lock"),
+     "cannot access /d/x/.lock: Operation not permitted; "),
+])
+def test_a_write_the_disk_refuses_is_one_line(error, expected):
+  from harness import cli  # pylint: disable=g-import-not-at-top
+  if error == "ResourceExhaustedError":  # TensorFlow's words for errno 28 in a Saver
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    error = tf.errors.ResourceExhaustedError(
+        None, None, "/d/x/model.ckpt-2.data-00000-of-00001.tempstate42; No space left on "
+        "device\n\tFailed to flush")
+  assert str(cli.storage(error)).startswith(expected)
+  assert "resumes from the newest" in str(cli.storage(error))
+  # A GPU out of memory is ResourceExhausted too, but not a disk's problem.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  assert cli.storage(tf.errors.ResourceExhaustedError(None, None, "OOM when allocating")) is None
+  assert cli.storage(ValueError("No space left on device")) is None
+
+
+def _can_mount():
+  if not shutil.which("unshare"):
+    return False
+  return subprocess.run(["unshare", "-m", "mount", "-t", "tmpfs", "tmpfs", "/mnt"],
+                        capture_output=True, timeout=30).returncode == 0
+
+
+@pytest.mark.slow
+def test_a_full_or_read_only_disk_is_one_line_and_loses_nothing(tmp_path):
+  # Real disks: tmpfs mounts in a private mount namespace (tests/storage_faults.py).
+  if not _can_mount():
+    pytest.skip("needs `unshare -m` and tmpfs mounts (root with CAP_SYS_ADMIN)")
+  result = subprocess.run(["unshare", "-m", sys.executable, "-m", "tests.storage_faults",
+                           str(tmp_path)], capture_output=True, text=True, timeout=240,
+                          env=helpers.env(), cwd=helpers.REPO)
+  assert result.returncode == 0, result.stderr[-3000:]
+  seen = json.loads(result.stdout.strip().splitlines()[-1])
+  for trainer in ("strategies.train", "compat_v1.train", "examples.keras_fit"):
+    runs = seen[trainer]
+    assert runs["first"]["status"] == 0, runs["first"]["tail"]
+    # Full: one line naming the file, exit 2; the step-1 checkpoint is still the newest.
+    assert runs["full"]["status"] == 2, runs["full"]["tail"]
+    assert re.fullmatch(r"error: cannot write to /\S+: No space left on device; .*",
+                        runs["full"]["line"]), runs["full"]["line"]
+    assert "Traceback" not in runs["full"]["tail"]
+    assert runs["after_full"]["latest"] in ("ckpt-1", "model.ckpt-1", "keras-0001.weights.h5")
+    assert runs["after_full"].get("complete", True)
+    # Room again: resumes at step 1, reaches 3, no temporary files left behind.
+    assert runs["again"]["status"] == 0 and runs["resumed"], runs["again"]["tail"]
+    assert runs["final"]["latest"] in ("ckpt-3", "model.ckpt-3", "keras-0003.weights.h5")
+    assert runs["final"].get("step", 3) == 3 and runs["final"]["debris"] == []
+    assert runs["read_only"]["status"] == 2
+    assert runs["read_only"]["line"].endswith("/train: Read-only file system")
+  for evaluator in ("strategies.eval", "compat_v1.eval"):
+    assert seen[evaluator]["eval_dir_read_only"]["status"] == 2
+    assert seen[evaluator]["eval_dir_read_only"]["line"].endswith("/eval: Read-only file system")
+    # A read-only run folder can still be evaluated.
+    assert seen[evaluator]["checkpoint_dir_read_only"]["status"] == 0
+    assert "(8 examples, step 3," in seen[evaluator]["checkpoint_dir_read_only"]["line"]
