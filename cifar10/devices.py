@@ -12,6 +12,11 @@ from absl import logging
 
 from cifar10.errors import UsageError
 
+# Logical CPU devices stand in for GPUs on a machine without them (tests, laptops). More
+# than this is a typo, not a plan: each one is a replica with its own copy of the model, and
+# --num_gpus=4096 would build towers until memory ran out.
+MAX_CPU_REPLICAS = 64
+
 
 def visible_gpu_indices(config, num_physical_gpus):
   """Indices of the physical GPUs to use: all, those of --visible_gpus, or none."""
@@ -29,6 +34,9 @@ def visible_gpu_indices(config, num_physical_gpus):
 def plan(config, num_visible_gpus):
   """("GPU" | "CPU", replica device names) for `config` with this many usable GPUs."""
   if num_visible_gpus == 0:
+    if config.num_gpus > MAX_CPU_REPLICAS:
+      raise UsageError(f"--num_gpus={config.num_gpus} but no GPU is visible, and on CPUs at "
+                       f"most {MAX_CPU_REPLICAS} replicas (logical CPU devices) are run")
     if config.memory_fraction is not None or config.memory_limit_mb is not None:
       logging.warning("GPU memory settings ignored: no GPU in use")
     return "CPU", [f"/cpu:{i}" for i in range(config.num_gpus)]

@@ -1,12 +1,15 @@
 """The tower trainer's loop in a ps/worker cluster: Server, replica_device_setter,
 MonitoredTrainingSession (the TF1 recipe).
 
-`run(config, devices, session_config, task, sync_replicas)`, `task` a harness.cluster.Task:
+`run(config, devices, session_config, task, sync_replicas, peer_timeout_secs)`, `task` a
+harness.cluster.Task:
   ps      starts a tf.compat.v1.train.Server and serves until it is stopped (the launcher
           stops it when the chief is done).
   worker  builds the tower graph under `replica_device_setter` (variables on the ps tasks, the
           towers on this worker's devices) and trains in a MonitoredTrainingSession; worker 0
           is the chief and writes checkpoints and summaries, and a restarted worker rejoins.
+          Its wait for the ps tasks (and the chief) at start is bounded by peer_timeout_secs:
+          TF1's session waits for an absent ps task forever.
 
 Asynchronous by default: each worker applies its own gradients to the shared variables, so the
 trajectory depends on timing and cannot be bit-equal to anything. `sync_replicas` wraps the
@@ -26,12 +29,12 @@ import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10 import errors
-from cifar10.errors import UsageError
 from compat_v1 import inputs
 from compat_v1.step import build_train_graph
 from harness import ownership
 from harness import progress
 from harness import signals
+from harness import watchdog
 
 v1 = tf.compat.v1
 # The SyncReplicas chief waits this long for tokens at close; 120 s by default (a known hang).
@@ -56,22 +59,19 @@ def _quiet_token_queue(args):
   threading.__excepthook__(args)
 
 
-def _wait_for_chief(graph, target, proto, uninitialized, timeout_secs=300):
-  """Returns once the chief has initialized the variables on the ps tasks.
+def _wait_for_chief(graph, target, proto, uninitialized):
+  """Returns once the chief has initialized the variables on the ps tasks (the caller bounds
+  the wait).
 
   A non-chief MonitoredTrainingSession checks this too, but sleeps 30 s between checks, long
   enough for a short job to end without it; polling here first lets it join at once.
   """
-  deadline = time.time() + timeout_secs
   with v1.Session(target, graph=graph, config=proto) as sess:
     while len(sess.run(uninitialized)):
-      if time.time() > deadline:
-        raise UsageError(f"the chief (worker 0) did not initialize the model within "
-                         f"{timeout_secs} s; is it running?")
       time.sleep(0.2)
 
 
-def run(config, devices, proto, task, sync_replicas=False):
+def run(config, devices, proto, task, sync_replicas=False, peer_timeout_secs=300):
   """Runs `task` of its cluster until the job is done; `proto` is the session config."""
   cluster, job, index = tf.train.ClusterSpec(task.cluster), task.type, task.index
   if job == "ps":
@@ -79,12 +79,12 @@ def run(config, devices, proto, task, sync_replicas=False):
     return
   if index == 0:  # the chief writes train_dir: one run per train_dir
     with ownership.own(config.train_dir):
-      _work(config, devices, proto, cluster, index, sync_replicas)
+      _work(config, devices, proto, cluster, index, sync_replicas, peer_timeout_secs)
   else:
-    _work(config, devices, proto, cluster, index, sync_replicas)
+    _work(config, devices, proto, cluster, index, sync_replicas, peer_timeout_secs)
 
 
-def _work(config, devices, proto, cluster, index, sync_replicas):
+def _work(config, devices, proto, cluster, index, sync_replicas, peer_timeout_secs):
   """A worker's life: build, wait for the chief (unless it is the chief), train."""
   workers = cluster.num_tasks("worker")
   server = v1.train.Server(cluster, job_name="worker", task_index=index, config=proto)
@@ -121,8 +121,6 @@ def _work(config, devices, proto, cluster, index, sync_replicas):
     saver = v1.train.Saver(sharded=True, max_to_keep=config.max_checkpoints_to_keep,
                            save_relative_paths=True)
     saver.recover_last_checkpoints(keep)
-  if not chief:
-    _wait_for_chief(graph, server.target, proto, uninitialized)
   hooks = [v1.train.StopAtStepHook(last_step=config.max_steps),
            v1.train.NanTensorHook(g.loss),
            inputs.InitializeHook(input_init, feed)] + list(g.hooks)
@@ -132,12 +130,19 @@ def _work(config, devices, proto, cluster, index, sync_replicas):
   step = start
   if sync_replicas and chief:
     threading.excepthook = _quiet_token_queue
-  with graph.as_default(), v1.train.MonitoredTrainingSession(
-      master=server.target, is_chief=chief, checkpoint_dir=config.train_dir, hooks=hooks,
-      save_checkpoint_steps=config.save_checkpoint_steps,
-      save_summaries_steps=config.save_summaries_steps, log_step_count_steps=0,
-      scaffold=v1.train.Scaffold(saver=saver),
-      stop_grace_period_secs=STOP_GRACE_SECS, config=proto) as sess:
+  with graph.as_default(), watchdog.deadline(
+      peer_timeout_secs, f"worker:{index}: the ps tasks and the chief of {cluster.as_dict()} were not all "
+      f"up within {peer_timeout_secs} s (--peer_timeout_secs); check that "
+      "each one was started and that its port is reachable"):
+    if not chief:
+      _wait_for_chief(graph, server.target, proto, uninitialized)
+    session = v1.train.MonitoredTrainingSession(
+        master=server.target, is_chief=chief, checkpoint_dir=config.train_dir, hooks=hooks,
+        save_checkpoint_steps=config.save_checkpoint_steps,
+        save_summaries_steps=config.save_summaries_steps, log_step_count_steps=0,
+        scaffold=v1.train.Scaffold(saver=saver),
+        stop_grace_period_secs=STOP_GRACE_SECS, config=proto)
+  with graph.as_default(), session as sess:
     local_steps = 0  # this worker's gradient computations (its own train_op runs)
     last = lambda: tf.train.latest_checkpoint(config.train_dir)
     with signals.stop_on_sigterm() as stop_requested:

@@ -25,6 +25,7 @@ from harness import options
 
 def define_flags(fv):
   options.define_train_flags(fv)
+  options.define_cluster_flags(fv)
   flags.DEFINE_string("job_name", None, "ps | worker: run one task of a ps/worker cluster.",
                       flag_values=fv)
   flags.DEFINE_integer("task_index", 0, "Index of this task within its job.", flag_values=fv)
@@ -59,12 +60,14 @@ def main(values):
   device_config = options.device_config(values)
   train_config = options.train_config(values)
   task = _task(values)
+  peer_timeout_secs = options.peer_timeout_secs(values)
   if task.cluster and values.sync_replicas and train_config.ema_reads == "previous":
     raise UsageError("--ema_reads=previous is not available with --sync_replicas: "
                      "SyncReplicasOptimizer updates the moving averages after the update")
   if task.cluster and not 0 <= task.index < len(task.cluster.get(task.type, [])):
     raise UsageError(f"--task_index={task.index} but the {task.type} job has "
                      f"{len(task.cluster.get(task.type, []))} task(s)")
+  cluster.check_port(task)
   # TensorFlow is imported only now, so bad flags are answered in milliseconds.
   from compat_v1 import devices  # pylint: disable=g-import-not-at-top
   names, session_config = devices.setup(device_config)
@@ -73,7 +76,8 @@ def main(values):
     loop.run(train_config, names, session_config)
   else:
     from compat_v1 import cluster_loop  # pylint: disable=g-import-not-at-top
-    cluster_loop.run(train_config, names, session_config, task, values.sync_replicas)
+    cluster_loop.run(train_config, names, session_config, task, values.sync_replicas,
+                     peer_timeout_secs)
 
 
 if __name__ == "__main__":

@@ -7,4 +7,6 @@
   signals   SIGTERM as a request to stop at the next step boundary
   progress  the original's step and precision lines
   polling   the evaluators' wait for new checkpoints
+  ownership one run per train_dir (an OS lock naming its owner); usable output folders
+  watchdog  bounded waits for peers that TensorFlow would wait for forever
 """

@@ -11,6 +11,7 @@ and the exit status returned instead of exiting.
   KeyboardInterrupt     error: interrupted  exit 130
   TF placement failure  error: <one line>   exit 2 (soft placement off, see `placement`)
   disk full, read-only  error: <one line>   exit 2 (see `storage`)
+  port taken            error: <one line>   exit 2 (see `server`)
 """
 
 import re
@@ -76,6 +77,15 @@ def storage(error):
                     "are complete, and a run started again resumes from the newest")
 
 
+def server(error):
+  """The UsageError for a gRPC server that could not start (its port taken after the
+  entry point's check, cluster.check_port, or not available here); None if not one."""
+  if type(error).__name__ == "UnknownError" and "Could not start gRPC server" in str(error):
+    return UsageError("this task's gRPC server could not start: its port (TF_CONFIG, "
+                      "--ps_hosts/--worker_hosts) is in use or not an address of this machine")
+  return None
+
+
 class Exit(Exception):
   """A binary's end with `status`, its message already printed."""
 
@@ -104,9 +114,11 @@ def _main(main, values, args, takes_args):
   except KeyboardInterrupt:
     _fail("interrupted", status=130)
   except Exception as e:  # pylint: disable=broad-except
-    # Only TensorFlow's placement failures (soft placement off) and refused writes become one
-    # line; classes are matched by name so that bad flags never wait for TensorFlow to import.
-    error = placement(str(e)) if type(e).__name__ == "InvalidArgumentError" else storage(e)
+    # Only TensorFlow's placement failures (soft placement off), refused writes and servers
+    # that cannot start become one line; classes are matched by name so that bad flags
+    # never wait for TensorFlow to import.
+    error = (placement(str(e)) if type(e).__name__ == "InvalidArgumentError"
+             else storage(e) or server(e))
     if error is None:
       raise
     _fail(str(error))

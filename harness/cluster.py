@@ -10,8 +10,10 @@ ParameterServerStrategy.
 """
 
 import dataclasses
+import errno
 import json
 import os
+import socket
 from typing import Optional
 
 from cifar10.errors import UsageError
@@ -24,6 +26,16 @@ class Task:
   type: str = "worker"
   index: int = 0
 
+  def __post_init__(self):
+    if self.cluster is None:
+      return
+    if not isinstance(self.cluster, dict) or not all(
+        isinstance(hosts, list) for hosts in self.cluster.values()):
+      raise UsageError("TF_CONFIG's cluster must map each job to a list of host:port")
+    for job, hosts in self.cluster.items():
+      for host in hosts:
+        _check_address(job, host)
+
   @property
   def num_workers(self):
     return len((self.cluster or {}).get("worker", [])) or 1
@@ -34,6 +46,33 @@ class Task:
     if "chief" in (self.cluster or {}):
       return self.type == "chief"
     return self.type == "worker" and self.index == 0
+
+
+def check_port(task):
+  """UsageError if this task's own port is taken on this machine (another process listens
+  there): TensorFlow would fail to start its gRPC server with a traceback and no address."""
+  if task.cluster is None:
+    return
+  address = task.cluster[task.type][task.index]
+  port = int(address.rpartition(":")[2])
+  with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+    # As gRPC does: a port held only by connections in TIME_WAIT is free to listen on.
+    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+      probe.bind(("", port))
+    except OSError as e:
+      if e.errno == errno.EADDRINUSE:
+        raise UsageError(f"{task.type}:{task.index} cannot listen on {address}: port {port} "
+                         "is in use by another process on this machine") from None
+      raise
+
+
+def _check_address(job, address):
+  """UsageError unless `address` is host:port, port 1..65535 (gRPC's form, IPv6 as [::1]:p)."""
+  host, _, port = str(address).rpartition(":")
+  if not (host and port.isdigit() and 0 < int(port) < 65536):
+    raise UsageError(f"the {job} job's address {address!r} is not host:port "
+                     "(e.g. 10.0.0.2:2222)")
 
 
 def parse(text):
@@ -51,9 +90,6 @@ def parse(text):
   except (TypeError, ValueError, AttributeError):
     raise UsageError(f"TF_CONFIG has a malformed task: {task!r}") from None
   if result.cluster is not None:
-    if not isinstance(result.cluster, dict) or not all(
-        isinstance(hosts, list) for hosts in result.cluster.values()):
-      raise UsageError("TF_CONFIG's cluster must map each job to a list of host:port")
     tasks = len(result.cluster.get(result.type, []))
     if not 0 <= result.index < tasks:
       raise UsageError(f"TF_CONFIG names task {result.type}:{result.index}, but its cluster "

@@ -93,6 +93,19 @@ def define_train_flags(fv):
                       "('previous', the order the original usually took).", flag_values=fv)
 
 
+def define_cluster_flags(fv):
+  """The flags of a training job with peers (TF_CONFIG, or the TF1 --job_name flags)."""
+  flags.DEFINE_integer("peer_timeout_secs", 300, "Cluster jobs: how long to wait for the "
+                       "other tasks to come up (ps tasks and chief, or every worker), and "
+                       "under multi_worker_mirrored for every all-reduce.", flag_values=fv)
+
+
+def peer_timeout_secs(values):
+  if values.peer_timeout_secs < 1:
+    raise config.UsageError("--peer_timeout_secs must be a positive integer")
+  return values.peer_timeout_secs
+
+
 def train_config(values):
   return config.TrainConfig(
       train_dir=values.train_dir, max_steps=values.max_steps, batch_size=values.batch_size,

@@ -3,19 +3,45 @@
 `evaluate_each(evaluate, config)` calls evaluate(path) the way `cifar10_eval.py` did: on the
 newest checkpoint of config.checkpoint_dir (config.run_once), or on every new one, checking
 every eval_interval_secs, until it is stopped. Both evaluators hand it their `evaluate`.
+
+A trainer deletes its checkpoints beyond --max_checkpoints_to_keep while the evaluator may be
+reading one: a checkpoint that is gone by the time it fails to read is skipped with a log
+line (the next one is evaluated), not an error.
 """
 
+from absl import logging
 import tensorflow as tf
 
 from cifar10 import checkpoints
 
 
+def _deleted(path, error):
+  """Whether `error` from reading `path` came from the trainer deleting it meanwhile."""
+  if tf.io.gfile.exists(path + ".index"):  # still there: damaged, not deleted
+    return False
+  logging.warning("Skipped %s: the trainer deleted it while it was read (%s); it keeps "
+                  "--max_checkpoints_to_keep checkpoints", path, str(error).splitlines()[0])
+  return True
+
+
 def evaluate_each(evaluate, config):
   """Returns the last evaluate(path) result."""
   if config.run_once:
-    return evaluate(checkpoints.resolve(config.checkpoint_dir))
+    tried = None
+    while True:  # the newest checkpoint, even if the one found first is deleted meanwhile
+      path = checkpoints.resolve(config.checkpoint_dir)
+      try:
+        return evaluate(path)
+      except Exception as e:  # pylint: disable=broad-except  # TF and UsageError alike
+        if path == tried or not _deleted(path, e):
+          raise
+        tried = path
   result = None
   for path in tf.train.checkpoints_iterator(config.checkpoint_dir,
                                             min_interval_secs=config.eval_interval_secs):
-    result = evaluate(path)
+    try:
+      result = evaluate(path)
+    except Exception as e:  # pylint: disable=broad-except
+      if not _deleted(path, e):
+        raise
   return result

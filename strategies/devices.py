@@ -19,46 +19,15 @@ the shared plan (cifar10.devices), which compat_v1.devices turns into a ConfigPr
 created before any other op runs in the process.
 """
 
-import contextlib
-import os
-import subprocess
-import sys
-
 from absl import logging
 import tensorflow as tf
 
 from cifar10 import devices
 from cifar10.errors import UsageError
+from harness import cluster
+from harness import watchdog
 
 STRATEGIES = ("mirrored", "one_device", "multi_worker_mirrored", "parameter_server")
-
-
-_WATCHDOG = """
-import os, signal, sys, time
-time.sleep(float(sys.argv[1]))
-sys.stderr.write("error: " + sys.argv[2] + chr(10))
-sys.stderr.flush()
-os.kill(int(sys.argv[3]), signal.SIGKILL)
-"""
-
-
-@contextlib.contextmanager
-def _deadline(seconds, message):
-  """Kills this process with a one-line error if the block has not returned after `seconds`.
-
-  MultiWorkerMirroredStrategy waits for every peer with no timeout of its own, holding the GIL
-  and ignoring SIGTERM meanwhile, so only another process can end the wait.
-  """
-  if not seconds:
-    yield
-    return
-  watchdog = subprocess.Popen([sys.executable, "-c", _WATCHDOG, str(seconds), message,
-                               str(os.getpid())], stdin=subprocess.DEVNULL)
-  try:
-    yield
-  finally:
-    watchdog.kill()
-    watchdog.wait()
 
 
 def _set(getter, setter, value):
@@ -108,6 +77,16 @@ def setup(config):
   return names
 
 
+def check_cluster(name, cluster):
+  """UsageError unless TF_CONFIG's `cluster` has the jobs that strategy `name` runs on."""
+  if name == "multi_worker_mirrored" and not cluster:
+    raise UsageError("--strategy=multi_worker_mirrored needs TF_CONFIG (one per worker); "
+                     "python -m strategies.launch --workers=N sets it up on this machine")
+  if name == "parameter_server" and not {"chief", "worker", "ps"} <= set(cluster or ()):
+    raise UsageError("--strategy=parameter_server needs TF_CONFIG with chief, worker and ps "
+                     "tasks; python -m strategies.launch --workers=N --ps=M sets it up")
+
+
 def get_strategy(name, devices, peer_timeout_secs=None, partition_min_bytes=0):
   """A strategy with one replica per device name in `devices`.
 
@@ -134,9 +113,7 @@ def get_strategy(name, devices, peer_timeout_secs=None, partition_min_bytes=0):
                        "use --strategy=mirrored for more")
     return tf.distribute.OneDeviceStrategy(devices[0])
   if name == "multi_worker_mirrored":
-    if "TF_CONFIG" not in os.environ:
-      raise UsageError("--strategy=multi_worker_mirrored needs TF_CONFIG (one per worker); "
-                       "python -m strategies.launch --workers=N sets it up on this machine")
+    check_cluster(name, cluster.current().cluster)
     if len(devices) > 1 and all(d.lower().startswith("/cpu") for d in devices):
       raise UsageError("--strategy=multi_worker_mirrored runs one replica per worker on CPU; "
                        "use --num_gpus=1 and more --workers")
@@ -145,17 +122,14 @@ def get_strategy(name, devices, peer_timeout_secs=None, partition_min_bytes=0):
     options = tf.distribute.experimental.CommunicationOptions(
         implementation=tf.distribute.experimental.CommunicationImplementation.RING,
         timeout_seconds=peer_timeout_secs)
-    with _deadline(peer_timeout_secs, "not every worker of TF_CONFIG came up within "
+    with watchdog.deadline(peer_timeout_secs, "not every worker of TF_CONFIG came up within "
                    f"{peer_timeout_secs} s; check that each one was started and that its "
                    "port is reachable"):
       return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
   if name == "parameter_server":
+    check_cluster(name, cluster.current().cluster)
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-    jobs = resolver.cluster_spec().jobs
-    if not {"chief", "worker", "ps"} <= set(jobs):
-      raise UsageError("--strategy=parameter_server needs TF_CONFIG with chief, worker and ps "
-                       "tasks; python -m strategies.launch --workers=N --ps=M sets it up")
-    with _deadline(peer_timeout_secs, "not every task of TF_CONFIG came up within "
+    with watchdog.deadline(peer_timeout_secs, "not every task of TF_CONFIG came up within "
                    f"{peer_timeout_secs} s; check that each one was started and that its "
                    "port is reachable"):
       partitioner = None

@@ -18,7 +18,6 @@ the last complete checkpoint.
 
 import os
 import shutil
-import tempfile
 
 from absl import logging
 import tensorflow as tf
@@ -30,6 +29,9 @@ from harness import ownership
 from harness import progress
 from harness import signals
 from strategies.step import Trainer
+
+# Prefix of a non-chief worker's scratch folder in train_dir (its task id follows).
+WORKER_SCRATCH = ".worker-"
 
 
 # ---------------------------------------------------------------------------- Model & state
@@ -97,12 +99,16 @@ def run(config, strategy, dataset=None, on_step=None):
   step applied or saved) and errors.Stopped after saving on SIGTERM.
   """
   # Every worker saves (MultiWorkerMirroredStrategy's save is collective), the chief into
-  # train_dir and the others into throw-away folders; all restore from train_dir.
+  # train_dir and the others into a scratch folder of their own there; all restore from
+  # train_dir. The scratch folder has a fixed name, so a worker restarted after a SIGKILL
+  # removes what its predecessor left (the temp dir would keep it forever).
   chief = strategy.extended.should_checkpoint
   if chief:
     with ownership.own(config.train_dir):  # one run per train_dir
       return _train(config, strategy, dataset, on_step, config.train_dir, chief)
-  save_dir = tempfile.mkdtemp(prefix="cifar10-worker-")
+  save_dir = os.path.join(config.train_dir,
+                          f"{WORKER_SCRATCH}{strategy.cluster_resolver.task_id}")
+  shutil.rmtree(save_dir, ignore_errors=True)
   try:
     return _train(config, strategy, dataset, on_step, save_dir, chief)
   finally:

@@ -10,17 +10,15 @@ chief of a parameter-server job). Restarting with the same --train_dir resumes.
 
 from absl import flags
 
-from cifar10.errors import UsageError
 from harness import cli
 from harness import options
 
 
 def define_flags(fv):
   options.define_train_flags(fv)
+  options.define_cluster_flags(fv)
   flags.DEFINE_string("strategy", "mirrored", "mirrored | one_device | multi_worker_mirrored "
                       "| parameter_server", flag_values=fv)
-  flags.DEFINE_integer("peer_timeout_secs", 300, "multi_worker_mirrored: how long to wait for "
-                       "the other workers, at start and in every all-reduce.", flag_values=fv)
   flags.DEFINE_integer("ps_partition_min_bytes", 0, "parameter_server: split each weight of "
                        "at least twice this many bytes into row blocks of at least this size "
                        "over the ps tasks (0: no partitioning).", flag_values=fv)
@@ -29,8 +27,7 @@ def define_flags(fv):
 def main(values):
   device_config = options.device_config(values)
   train_config = options.train_config(values)
-  if values.peer_timeout_secs < 1:
-    raise UsageError("--peer_timeout_secs must be a positive integer")
+  peer_timeout_secs = options.peer_timeout_secs(values)
   # TensorFlow is imported only now, so bad flags are answered in milliseconds.
   from absl import logging  # pylint: disable=g-import-not-at-top
   from harness import cluster  # pylint: disable=g-import-not-at-top
@@ -39,11 +36,15 @@ def main(values):
     if cluster.is_set():
       logging.info("TF_CONFIG is set but ignored: --strategy=%s runs on this machine only",
                    values.strategy)
-  elif cluster.current().type in ("worker", "ps") and values.strategy == "parameter_server":
-    devices.serve()  # workers and ps tasks only serve; the chief runs the loop
-    return
+  elif values.strategy in ("multi_worker_mirrored", "parameter_server"):
+    task = cluster.current()
+    devices.check_cluster(values.strategy, task.cluster)
+    cluster.check_port(task)
+    if values.strategy == "parameter_server" and task.type in ("worker", "ps"):
+      devices.serve()  # workers and ps tasks only serve; the chief runs the loop
+      return
   strategy = devices.get_strategy(values.strategy, devices.setup(device_config),
-                                  values.peer_timeout_secs, values.ps_partition_min_bytes)
+                                  peer_timeout_secs, values.ps_partition_min_bytes)
   if values.strategy == "parameter_server":
     from strategies import cluster_loop  # pylint: disable=g-import-not-at-top
     cluster_loop.run(train_config, strategy)

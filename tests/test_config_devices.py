@@ -49,6 +49,15 @@ def test_without_gpus_replicas_go_to_logical_cpus():
   assert devices.visible_gpu_indices(cpu_only, 4) == []
 
 
+def test_logical_cpu_replicas_are_bounded():
+  assert len(devices.plan(config.DeviceConfig(num_gpus=devices.MAX_CPU_REPLICAS), 0)[1]) == 64
+  with pytest.raises(UsageError, match="--num_gpus=65 but no GPU is visible"):
+    devices.plan(config.DeviceConfig(num_gpus=65), 0)
+  # With GPUs the bound is the GPUs there are.
+  with pytest.raises(UsageError, match="--num_gpus=65 but only 8 GPU"):
+    devices.plan(config.DeviceConfig(num_gpus=65), 8)
+
+
 def test_gpus_visible_gpus_and_memory_limits():
   assert devices.plan(config.DeviceConfig(num_gpus=2), 2) == ("GPU", ["/gpu:0", "/gpu:1"])
   assert devices.visible_gpu_indices(config.DeviceConfig(visible_gpus="2,0"), 4) == [2, 0]

@@ -29,7 +29,12 @@ def _no_task_left(train_dir):
   return not out.strip()
 
 
-def test_a_stopped_job_saves_and_launched_again_continues_from_there(tmp_path):
+def test_a_stopped_job_saves_and_launched_again_continues_from_there(tmp_path, monkeypatch):
+  temp = tmp_path / "temp"  # the workers' temp dir, where nothing of theirs may stay
+  temp.mkdir()
+  monkeypatch.setenv("TMPDIR", str(temp))
+  tmp_path = tmp_path / "train"
+
   def args(max_steps):
     return ["--workers=2", "--timeout_secs=240", "--", *FLAGS, f"--max_steps={max_steps}",
             "--save_checkpoint_steps=5", f"--train_dir={tmp_path}"]
@@ -53,12 +58,18 @@ def test_a_stopped_job_saves_and_launched_again_continues_from_there(tmp_path):
   stopped_at = int(stopped_at)
   assert path == f"{tmp_path}/ckpt-{stopped_at}" == tf.train.latest_checkpoint(str(tmp_path))
   assert checkpoints.read(path).global_step == stopped_at
+  # What a SIGKILLed worker 1 leaves: its scratch checkpoint, half written. (Before, such
+  # folders stayed in the temp dir, 25 MB each, with no name a restart could find.)
+  scratch = tmp_path / ".worker-1"
+  scratch.mkdir()
+  (scratch / "ckpt-3.data-00000-of-00001").write_bytes(b"\0" * 1000)
   result = helpers.run("strategies.launch", *args(stopped_at + 5))
   assert result.returncode == 0, result.stdout[-3000:]
   assert "[worker:0]" in result.stdout and "[worker:1]" in result.stdout
   assert f"Resumed from {path} at step {stopped_at}" in result.stdout
   assert checkpoints.read(str(tmp_path)).global_step == stopped_at + 5
   assert _no_task_left(tmp_path)
+  assert not scratch.exists() and not list(temp.iterdir())
   # Only the chief writes into train_dir: one events file per launch.
   assert len(glob.glob(f"{tmp_path}/events.out.tfevents.*")) == 2
 
