@@ -76,9 +76,18 @@ def cannot_resume(path, error):
 
 
 class Stopped(Exception):
-  """The run stopped on request after saving a checkpoint; the message says where."""
+  """The run stopped on request after saving a checkpoint; the message says where. `status`:
+  the exit status (STOPPED_EXIT_STATUS after SIGTERM, 130 after Ctrl-C)."""
+
+  def __init__(self, message, status=STOPPED_EXIT_STATUS):
+    super().__init__(message)
+    self.status = status
 
 
-def stopped(step, path):
-  return Stopped(f"SIGTERM after step {step}; saved {path}; run the same command again to "
-                 "continue")
+def stopped(step, path, by="SIGTERM"):
+  """Stopped after signal `by` ("SIGTERM", "SIGINT" or None), with the checkpoint of `step`
+  at `path`."""
+  # by None: a worker stopped with its peers, whose request it learned in the all-reduce.
+  what = {"SIGINT": "Ctrl-C", None: "a peer's stop request"}.get(by, by)
+  return Stopped(f"{what} after step {step}; saved {path}; run the same command again to "
+                 "continue", 130 if by == "SIGINT" else STOPPED_EXIT_STATUS)

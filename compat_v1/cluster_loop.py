@@ -145,7 +145,7 @@ def _work(config, devices, proto, cluster, index, sync_replicas, peer_timeout_se
   with graph.as_default(), session as sess:
     local_steps = 0  # this worker's gradient computations (its own train_op runs)
     last = lambda: tf.train.latest_checkpoint(config.train_dir)
-    with signals.stop_on_sigterm() as stop_requested:
+    with signals.stop_on_signals() as stop_requested:
       while not sess.should_stop() and not stop_requested:
         try:
           with errors.loss_checked(step, last):
@@ -159,6 +159,7 @@ def _work(config, devices, proto, cluster, index, sync_replicas, peer_timeout_se
   # updated the shared step after this worker's last one: name the step that was saved.
   if stop_requested and step < config.max_steps:
     path = last()
-    raise errors.stopped(int(path.rsplit("-", 1)[1]) if path else step, path)
+    raise errors.stopped(int(path.rsplit("-", 1)[1]) if path else step, path,
+                         stop_requested.signal)
   logging.info("worker:%d done at global step %d after %d local steps", index, step,
                local_steps)

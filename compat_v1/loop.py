@@ -132,7 +132,7 @@ def _run(config, devices, session_config, dataset, on_step):
         logging.info("Initialized from %s at step %d", init_path, start)
     logger = progress.StepLogger(start, config.max_steps, config.global_batch_size(n),
                                  config.log_frequency)
-    with signals.stop_on_sigterm() as stop_requested:
+    with signals.stop_on_signals() as stop_requested:
       for step in range(start, config.max_steps):
         fetches = [g.train_op, g.loss, g.learning_rate]
         if step % config.save_summaries_steps == 0:
@@ -152,7 +152,7 @@ def _run(config, devices, session_config, dataset, on_step):
           on_step(step, out[1], out[2])
         if stopping:
           b.writer.close()
-          raise errors.stopped(done, path)
+          raise errors.stopped(done, path, stop_requested.signal)
   b.writer.close()
   logging.info("Done: step %d, checkpoint %s", config.max_steps, last_checkpoint(config))
   return config.max_steps

@@ -7,7 +7,7 @@ the same binary inside this process (the tests do), with the same parsing, the s
 and the exit status returned instead of exiting.
 
   UsageError            error: <message>    exit 2
-  errors.Stopped        stopped: <message>  exit 42 (errors.STOPPED_EXIT_STATUS)
+  errors.Stopped        stopped: <message>  exit 42 (errors.STOPPED_EXIT_STATUS; 130 on Ctrl-C)
   KeyboardInterrupt     error: interrupted  exit 130
   TF placement failure  error: <one line>   exit 2 (soft placement off, see `placement`)
   disk full, read-only  error: <one line>   exit 2 (see `storage`)
@@ -110,7 +110,7 @@ def _main(main, values, args, takes_args):
     _fail(str(e))
   except errors.Stopped as e:
     print(f"stopped: {e}", file=sys.stderr, flush=True)
-    raise Exit(errors.STOPPED_EXIT_STATUS) from None
+    raise Exit(e.status) from None
   except KeyboardInterrupt:
     _fail("interrupted", status=130)
   except Exception as e:  # pylint: disable=broad-except

@@ -79,7 +79,7 @@ def _run(config, strategy, dataset):
   logger = progress.StepLogger(start, config.max_steps, config.batch_size,
                                config.log_frequency)
   no_stop = tf.constant(0.0)  # the chief alone handles SIGTERM: it stops scheduling
-  with signals.stop_on_sigterm() as stop_requested:
+  with signals.stop_on_signals() as stop_requested:
     for step in range(start, config.max_steps):
       result = coordinator.schedule(trainer.step_fn, args=(iterator, no_stop))
       done = step + 1
@@ -88,7 +88,8 @@ def _run(config, strategy, dataset):
                       stopping)
       if stopping:
         writer.flush()
-        raise errors.stopped(done, os.path.join(config.train_dir, f"ckpt-{done}"))
+        raise errors.stopped(done, os.path.join(config.train_dir, f"ckpt-{done}"),
+                             stop_requested.signal)
   writer.flush()
   logging.info("Done: step %d, checkpoint %s", int(trainer.global_step.numpy()),
                loop.last_checkpoint(config))

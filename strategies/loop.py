@@ -138,7 +138,7 @@ def _train(config, strategy, dataset, on_step, save_dir, chief):
             else tf.summary.create_noop_writer())
   logger = progress.StepLogger(start, config.max_steps, config.global_batch_size(n),
                                config.log_frequency)
-  with writer.as_default(), signals.stop_on_sigterm() as stop_requested:
+  with writer.as_default(), signals.stop_on_signals() as stop_requested:
     for step in range(start, config.max_steps):
       with errors.loss_checked(step, lambda: last_checkpoint(config)):
         loss, lr, stopping, record = trainer.train_step(iterator, bool(stop_requested))
@@ -157,7 +157,8 @@ def _train(config, strategy, dataset, on_step, save_dir, chief):
         on_step(step, loss, lr)
       if stopping:
         writer.flush()
-        raise errors.stopped(done, os.path.join(config.train_dir, f"ckpt-{done}"))
+        raise errors.stopped(done, os.path.join(config.train_dir, f"ckpt-{done}"),
+                             stop_requested.signal)
   writer.flush()
   logging.info("Done: step %d, checkpoint %s", config.max_steps, last_checkpoint(config))
   return config.max_steps

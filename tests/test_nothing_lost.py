@@ -4,6 +4,7 @@ The faults of a careless or hostile user, each against both trainers (and the Ke
 where it applies), in-process through helpers.call unless a process is what is tested.
 """
 
+import dataclasses
 import json
 import os
 import re
@@ -101,14 +102,14 @@ def test_non_finite_weights_are_never_saved(trainer, tmp_path):
 
 
 def test_sigterm_stays_handled_after_the_loop_until_the_process_exits():
-  # The loops leave their stop_on_sigterm block before exiting with status 42; a second
+  # The loops leave their stop_on_signals block before exiting with status 42; a second
   # SIGTERM in that window (schedulers repeat it) must not meet the default handler, which
   # would end the process with 143 and a scheduler restarting on 42 would not restart it.
   import time  # pylint: disable=g-import-not-at-top
   from harness import signals  # pylint: disable=g-import-not-at-top
   previous = signal.getsignal(signal.SIGTERM)
   try:
-    with signals.stop_on_sigterm() as request:
+    with signals.stop_on_signals() as request:
       os.kill(os.getpid(), signal.SIGTERM)
       deadline = time.time() + 5
       while not request and time.time() < deadline:
@@ -436,3 +437,39 @@ def test_an_evaluator_skips_a_checkpoint_the_trainer_deletes_while_it_is_read(
         polling.evaluate_each(evaluate, config_)
       assert done.value.args[0][1] == 3
       assert [s.split("ckpt-")[1] for s in seen] == ["2", "3"]
+
+
+@pytest.mark.parametrize("trainer", ["tf2", "v1"])
+def test_ctrl_c_finishes_the_step_saves_and_a_second_one_quits(trainer, tmp_path):
+  # Before: Ctrl-C ended the run at once (exit 130), losing every step since the last
+  # periodic checkpoint.
+  from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top
+  from cifar10 import config  # pylint: disable=g-import-not-at-top
+  from cifar10 import errors  # pylint: disable=g-import-not-at-top
+  train = helpers.train_tf2 if trainer == "tf2" else helpers.train_v1
+  previous = signal.getsignal(signal.SIGINT)
+  run = config.TrainConfig(train_dir=str(tmp_path / "a"), dataset="synthetic", batch_size=4,
+                           max_steps=100, save_checkpoint_steps=1000)
+
+  def press(times, at):
+    def on_step(step, loss, lr):  # pylint: disable=unused-argument
+      if step == at:
+        for _ in range(times):
+          os.kill(os.getpid(), signal.SIGINT)
+    return on_step
+
+  try:
+    with pytest.raises(errors.Stopped) as stopped:
+      train(run, on_step=press(1, at=2))
+    assert stopped.value.status == 130
+    path = str(tmp_path / "a" / ("ckpt-4" if trainer == "tf2" else "model.ckpt-4"))
+    assert str(stopped.value) == (f"Ctrl-C after step 4; saved {path}; run the same command "
+                                  "again to continue")
+    assert checkpoints.read(str(tmp_path / "a")).global_step == 4
+    # A second Ctrl-C quits at once, saving nothing more.
+    run = dataclasses.replace(run, train_dir=str(tmp_path / "b"))
+    with pytest.raises(KeyboardInterrupt):
+      train(run, on_step=press(2, at=2))
+    assert not [f for f in os.listdir(tmp_path / "b") if "ckpt-" in f]
+  finally:
+    signal.signal(signal.SIGINT, previous)
