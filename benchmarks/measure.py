@@ -28,14 +28,15 @@ def _config(train_dir, batch, warmup, steps):
                             dataset="synthetic")
 
 
-def tf2(n, batch, warmup, steps, threads):
+def tf2(n, batch, warmup, steps, threads, steps_per_loop=1):
   from cifar10 import config  # pylint: disable=g-import-not-at-top
   from strategies import devices, loop  # pylint: disable=g-import-not-at-top,g-multiple-import
   names = devices.setup(config.DeviceConfig(num_gpus=n, intra_op_threads=threads))
   strategy = devices.get_strategy("mirrored", names)
   on_step, seconds = _clock(warmup, steps)
   with tempfile.TemporaryDirectory(prefix="benchmark-tf2-") as train_dir:
-    loop.run(_config(train_dir, batch, warmup, steps), strategy, on_step=on_step)
+    loop.run(_config(train_dir, batch, warmup, steps), strategy, on_step=on_step,
+             steps_per_loop=steps_per_loop)
   return seconds()
 
 

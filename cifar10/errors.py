@@ -52,17 +52,18 @@ _NON_FINITE_HISTOGRAM = ("Infinity in Histogram", "Nan in Histogram",
 def loss_checked(step, last_checkpoint):
   """Around a training step: TensorFlow's failed loss check (an InvalidArgumentError carrying
   NON_FINITE_CHECK, matched by class name: this module does not import TensorFlow) becomes
-  NonFiniteLoss, and a summary histogram of a non-finite weight NonFiniteState;
-  last_checkpoint() names the newest checkpoint for the message."""
+  NonFiniteLoss, and a summary histogram of a non-finite weight NonFiniteState; `step` (or
+  step(), if callable) is the step that failed, last_checkpoint() the newest checkpoint."""
   try:
     yield
   except Exception as e:  # pylint: disable=broad-except
     if type(e).__name__ != "InvalidArgumentError":
       raise
+    at = step() if callable(step) else step
     if NON_FINITE_CHECK in str(e):
-      raise NonFiniteLoss(step, last_checkpoint()) from None
+      raise NonFiniteLoss(at, last_checkpoint()) from None
     if any(words in str(e) for words in _NON_FINITE_HISTOGRAM):
-      raise NonFiniteState(step, last_checkpoint()) from None
+      raise NonFiniteState(at, last_checkpoint()) from None
     raise
 
 

@@ -89,12 +89,31 @@ def distributed_input(config, strategy, source, start):
 
 # ---------------------------------------------------------------------------- Train loop
 
-def run(config, strategy, dataset=None, on_step=None):
+def call_length(step, config, steps_per_loop):
+  """How many steps the call starting at 0-based `step` runs: at most steps_per_loop, and no
+  more than lets every step that logs be the first or last step of a call, every step that
+  writes summaries a call of its own, and every checkpoint come after a call's last step.
+  Log lines, summaries and checkpoints are then those of one step per call."""
+  if step % config.save_summaries_steps == 0:
+    return 1  # its summaries hold the weights after this step, so it runs alone
+  k = min(steps_per_loop, config.max_steps - step,
+          config.save_checkpoint_steps - step % config.save_checkpoint_steps)
+  for every in (config.log_frequency, config.save_summaries_steps):
+    # No multiple of `every` strictly inside the call (the call may end on one).
+    k = min(k, every - step % every if step % every else every)
+  return max(k, 1)
+
+
+def run(config, strategy, dataset=None, on_step=None, steps_per_loop=1):
   """Trains; returns the final global step.
 
   dataset: the examples to train on (an input_pipeline.Source); default: config.dataset.
   on_step: called as on_step(step, loss, learning_rate) after each step (0-based step; the
-    loss and rate of that step, as tensors), e.g. by the benchmark's clock.
+    loss and rate of that step, as tensors), e.g. by the benchmark's clock; with
+    steps_per_loop > 1 after the first and the last step of each call.
+  steps_per_loop: steps per call of the compiled function (--steps_per_loop): no host
+    round trip between them. The same weights, bit for bit, log lines, summaries and
+    checkpoints as one step per call (see call_length); a SIGTERM stops after the call.
   Raises UsageError on bad data, errors.NonFiniteLoss on a NaN/Inf loss (nothing of that
   step applied or saved) and errors.Stopped after saving on SIGTERM.
   """
@@ -105,17 +124,18 @@ def run(config, strategy, dataset=None, on_step=None):
   chief = strategy.extended.should_checkpoint
   if chief:
     with ownership.own(config.train_dir):  # one run per train_dir
-      return _train(config, strategy, dataset, on_step, config.train_dir, chief)
+      return _train(config, strategy, dataset, on_step, config.train_dir, chief,
+                    steps_per_loop)
   save_dir = os.path.join(config.train_dir,
                           f"{WORKER_SCRATCH}{strategy.cluster_resolver.task_id}")
   shutil.rmtree(save_dir, ignore_errors=True)
   try:
-    return _train(config, strategy, dataset, on_step, save_dir, chief)
+    return _train(config, strategy, dataset, on_step, save_dir, chief, steps_per_loop)
   finally:
     shutil.rmtree(save_dir, ignore_errors=True)
 
 
-def _train(config, strategy, dataset, on_step, save_dir, chief):
+def _train(config, strategy, dataset, on_step, save_dir, chief, steps_per_loop):
   n = strategy.num_replicas_in_sync
   trainer = build_trainer(config, strategy)
   resume_from, _ = checkpoints.recover(config.train_dir, repair=chief)
@@ -139,26 +159,36 @@ def _train(config, strategy, dataset, on_step, save_dir, chief):
   logger = progress.StepLogger(start, config.max_steps, config.global_batch_size(n),
                                config.log_frequency)
   with writer.as_default(), signals.stop_on_signals() as stop_requested:
-    for step in range(start, config.max_steps):
-      with errors.loss_checked(step, lambda: last_checkpoint(config)):
-        loss, lr, stopping, record = trainer.train_step(iterator, bool(stop_requested))
+    step = start
+    while step < config.max_steps:
+      k = call_length(step, config, steps_per_loop)
+      # With k > 1 the failing step is the first not applied: the global step after the call.
+      failed_at = step if k == 1 else lambda: int(trainer.global_step.numpy())
+      with errors.loss_checked(failed_at, lambda: last_checkpoint(config)):
+        loss, lr, stopping, record, last_loss, last_lr = trainer.train_steps(
+            iterator, k, bool(stop_requested))
       if chief and step % config.save_summaries_steps == 0:
         trainer.write_summaries(step, loss, lr, record)
       logger.after_step(step, lambda: loss)
-      done = step + 1
+      if k > 1:
+        logger.after_step(step + k - 1, lambda: last_loss)
+      done = step + k
       # Every worker sees the same `stopping` at the same step, so all of them take part in
       # the (collective, under multi_worker_mirrored) save below.
       stopping = bool(stopping) and done < config.max_steps
       if done % config.save_checkpoint_steps == 0 or done == config.max_steps or stopping:
         if not bool(trainer.all_finite()):
-          raise errors.NonFiniteState(step, last_checkpoint(config))
+          raise errors.NonFiniteState(done - 1, last_checkpoint(config))
         manager.save(checkpoint_number=done)
       if on_step:
         on_step(step, loss, lr)
+        if k > 1:
+          on_step(done - 1, last_loss, last_lr)
       if stopping:
         writer.flush()
         raise errors.stopped(done, os.path.join(config.train_dir, f"ckpt-{done}"),
                              stop_requested.signal)
+      step = done
   writer.flush()
   logging.info("Done: step %d, checkpoint %s", config.max_steps, last_checkpoint(config))
   return config.max_steps

@@ -64,6 +64,7 @@ class Trainer:
     self.averages = {n: _join(v, [self.ema.average(s) for s in _parts(v)])
                      for n, v in self.params.items()}
     self.step_fn = tf.function(self._step)  # the compiled step, for ClusterCoordinator.schedule
+    self.steps_fn = tf.function(self._steps)
 
   @property
   def variables(self):
@@ -140,6 +141,17 @@ class Trainer:
     # The reduced request is the same on every replica; > 0 if any replica anywhere asked.
     return loss, lr, self.strategy.experimental_local_results(stop)[0] > 0, record
 
+  def _steps(self, iterator, stop, more):
+    """The step, then `more` steps in the same call, with no host round trip between them.
+    Returns the first step's (loss, lr, stop flag, record), then the last step's loss and lr.
+    Each step is the graph of `_step`; a failed loss check ends the call at that step, with
+    the steps before it applied."""
+    loss, lr, stopping, record = self._step(iterator, stop)
+    last_loss, last_lr = loss, lr
+    for _ in tf.range(more):
+      last_loss, last_lr, _, _ = self._step(iterator, stop)
+    return loss, lr, stopping, record, last_loss, last_lr
+
   def write_summaries(self, step, loss, lr, record):
     """Writes step `step`'s summaries into the default writer, eagerly, from what train_step
     returned: loss, learning rate, the original's summaries (cifar10.summaries) and the
@@ -172,6 +184,15 @@ class Trainer:
     the wish of any process of the job, the same on all of them.
     """
     return self.step_fn(iterator, tf.constant(float(stop_requested)))
+
+  def train_steps(self, iterator, steps, stop_requested=False):
+    """`steps` synchronous steps in one call; returns train_step's four values for the first
+    step, then the loss and learning rate of the last. One step runs train_step's function."""
+    if steps == 1:
+      loss, lr, stopping, record = self.train_step(iterator, stop_requested)
+      return loss, lr, stopping, record, loss, lr
+    return self.steps_fn(iterator, tf.constant(float(stop_requested)),
+                         tf.constant(steps - 1, tf.int32))
 
   @tf.function
   def all_finite(self):

@@ -10,6 +10,7 @@ chief of a parameter-server job). Restarting with the same --train_dir resumes.
 
 from absl import flags
 
+from cifar10.errors import UsageError
 from harness import cli
 from harness import options
 
@@ -19,6 +20,10 @@ def define_flags(fv):
   options.define_cluster_flags(fv)
   flags.DEFINE_string("strategy", "mirrored", "mirrored | one_device | multi_worker_mirrored "
                       "| parameter_server", flag_values=fv)
+  flags.DEFINE_integer("steps_per_loop", 1, "Steps per call of the compiled step, with no "
+                       "host round trip between them (mirrored, one_device, "
+                       "multi_worker_mirrored); the same weights, logs and checkpoints. Calls "
+                       "end where a step logs, writes summaries or saves.", flag_values=fv)
   flags.DEFINE_integer("ps_partition_min_bytes", 0, "parameter_server: split each weight of "
                        "at least twice this many bytes into row blocks of at least this size "
                        "over the ps tasks (0: no partitioning).", flag_values=fv)
@@ -28,6 +33,12 @@ def main(values):
   device_config = options.device_config(values)
   train_config = options.train_config(values)
   peer_timeout_secs = options.peer_timeout_secs(values)
+  if values.steps_per_loop < 1:
+    raise UsageError("--steps_per_loop must be a positive integer, got "
+                     f"{values.steps_per_loop}")
+  if values.steps_per_loop > 1 and values.strategy == "parameter_server":
+    raise UsageError("--steps_per_loop applies to mirrored, one_device and "
+                     "multi_worker_mirrored; parameter_server schedules one step per call")
   # TensorFlow is imported only now, so bad flags are answered in milliseconds.
   from absl import logging  # pylint: disable=g-import-not-at-top
   from harness import cluster  # pylint: disable=g-import-not-at-top
@@ -50,7 +61,7 @@ def main(values):
     cluster_loop.run(train_config, strategy)
   else:
     from strategies import loop  # pylint: disable=g-import-not-at-top
-    loop.run(train_config, strategy)
+    loop.run(train_config, strategy, steps_per_loop=values.steps_per_loop)
 
 
 if __name__ == "__main__":
