@@ -6,6 +6,7 @@ binaries reject the same bad input with the same words, before TensorFlow is eve
 """
 
 import dataclasses
+import math
 from typing import Optional
 
 from cifar10.errors import UsageError
@@ -15,6 +16,9 @@ DATASETS = ("synthetic", "cifar10_bin", "cifar10")
 # Which weights and step the moving averages read in a training step: those the update
 # produces, or those it replaces (the original's usual, but unenforced, order).
 EMA_READS = ("updated", "previous")
+# The compute dtypes of the forward and backward pass (cifar10.precision); fp16 scales the loss.
+PRECISIONS = ("fp32", "bf16", "fp16")
+DEFAULT_LOSS_SCALE = 2.0 ** 15
 
 
 def _positive(name, value):
@@ -94,7 +98,8 @@ class TrainConfig:
   learning_rate: float = DEFAULT.initial_learning_rate
   decay_steps_per_global_batch: bool = False
   decay_steps: int = 0  # steps between decays; 0: the original's formula (cifar10.schedule)
-  use_fp16: bool = False
+  precision: str = "fp32"  # one of PRECISIONS
+  loss_scale: Optional[float] = None  # fp16 only: a power of two; None: DEFAULT_LOSS_SCALE
   log_frequency: int = 10
   save_summaries_steps: int = 100
   save_checkpoint_steps: int = 1000
@@ -113,6 +118,17 @@ class TrainConfig:
     if not 0 < self.learning_rate < float("inf"):
       raise UsageError(f"--learning_rate must be positive and finite, got {self.learning_rate}")
     check_dataset(self.dataset, self.data_dir)
+    if self.precision not in PRECISIONS:
+      raise UsageError(f"--precision must be one of {', '.join(PRECISIONS)}, got "
+                       f"{self.precision!r}")
+    if self.loss_scale is not None:
+      if self.precision != "fp16":
+        raise UsageError(f"--loss_scale applies to --precision=fp16 only (float16's range); "
+                         f"--precision={self.precision} needs none")
+      if not (0 < self.loss_scale < float("inf") and math.frexp(self.loss_scale)[0] == 0.5):
+        raise UsageError(f"--loss_scale must be a power of two (e.g. 32768), got "
+                         f"{self.loss_scale:g}: only then is unscaling exact and the two "
+                         "trainers equal")
     if self.ema_reads not in EMA_READS:
       raise UsageError(f"--ema_reads must be one of {', '.join(EMA_READS)}, got "
                        f"{self.ema_reads!r}")
@@ -123,6 +139,13 @@ class TrainConfig:
     where the flags meet cifar10.hparams."""
     return dataclasses.replace(DEFAULT, initial_learning_rate=self.learning_rate,
                                batch_size=self.batch_size)
+
+  @property
+  def scale(self):
+    """The loss scale of a tower's loss: None unless precision is fp16."""
+    if self.precision != "fp16":
+      return None
+    return self.loss_scale if self.loss_scale is not None else DEFAULT_LOSS_SCALE
 
   def global_batch_size(self, replicas):
     """Examples per step over `replicas` replicas (towers) of batch_size each."""

@@ -89,7 +89,11 @@ def _conv_bias_add(conv, biases):
 
 
 def _lrn(x):
-  return tf.nn.lrn(x, depth_radius=4, bias=1.0, alpha=0.001 / 9.0, beta=0.75)
+  # In float32 whatever the compute dtype: LRN has a float32 kernel everywhere, but no
+  # bfloat16 one on CPU and no float16 one on GPU (a float16 LRN would fall back to the CPU).
+  y = tf.nn.lrn(tf.cast(x, tf.float32), depth_radius=4, bias=1.0, alpha=0.001 / 9.0,
+                beta=0.75)
+  return tf.cast(y, x.dtype)
 
 
 def _pool(x):

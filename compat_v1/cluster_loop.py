@@ -29,6 +29,7 @@ import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10 import errors
+from cifar10 import precision
 from compat_v1 import inputs
 from compat_v1.step import build_train_graph
 from harness import ownership
@@ -106,8 +107,9 @@ def _work(config, devices, proto, cluster, index, sync_replicas, peer_timeout_se
                                                    cluster=cluster)):
       g = build_train_graph(
           images, labels, devices, seed=config.seed, decay_steps=decay_steps,
-          hparams=config.hparams,
-          sync_replicas=workers if sync_replicas else 0, is_chief=chief,
+          hparams=config.hparams, compute_dtype=precision.compute_dtype(config.precision),
+          loss_scale=config.scale, sync_replicas=workers if sync_replicas else 0,
+          is_chief=chief,
           ema_reads=config.ema_reads)
       # Read after this worker's train op: with SyncReplicas that op returns once the update
       # it waited for is applied, so this is the step after it (fetched alongside the train

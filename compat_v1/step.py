@@ -16,6 +16,7 @@ import collections
 import tensorflow as tf
 
 from cifar10 import losses
+from cifar10 import precision
 from cifar10 import model
 from cifar10 import schedule
 from cifar10 import summaries as cifar10_summaries
@@ -68,13 +69,14 @@ def average_gradients(tower_grads):
 
 
 def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
-                      compute_dtype=tf.float32, sync_replicas=0, is_chief=True,
-                      ema_reads="updated"):
+                      compute_dtype=tf.float32, loss_scale=None, sync_replicas=0,
+                      is_chief=True, ema_reads="updated"):
   """The train op and what the loop reports; `images`/`labels` are one global batch.
 
   sync_replicas=K (ps/worker only) wraps the optimizer in SyncReplicasOptimizer aggregating K
   gradients per update, which then also updates the EMA (always from the updated weights);
-  `hooks` must go to the session.
+  `hooks` must go to the session. loss_scale (fp16): each tower differentiates its loss times
+  this and divides its gradients by it again (cifar10.precision).
   """
   initial_values = model.initial_values(seed)
   with tf.device("/cpu:0"):
@@ -94,7 +96,9 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
         loss = terms["total_loss"]  # == losses.tower_loss
         v1.get_variable_scope().reuse_variables()
         variables = [params[n] for n in model.VARIABLE_NAMES]
-        tower_grads.append(opt.compute_gradients(loss, variables))
+        grads = opt.compute_gradients(precision.scaled(loss, loss_scale), variables)
+        unscaled = precision.unscaled([g for g, _ in grads], loss_scale)
+        tower_grads.append(list(zip(unscaled, variables)))
         tower_losses.append(loss)
   with tf.device("/cpu:0"):
     grads = average_gradients(tower_grads)

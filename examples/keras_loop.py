@@ -107,7 +107,7 @@ def _fit(config, strategy):
   net = keras_model.build(
       strategy, seed=config.seed, hparams=config.hparams,
       decay_steps=config.steps_between_decays(n),
-      compute_dtype="float16" if config.use_fp16 else "float32")
+      compute_dtype={"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}[config.precision])
   path, start = restore_latest(net, config.train_dir)
   if path:
     logging.info("Resumed from %s at step %d", path, start)

@@ -67,8 +67,13 @@ def define_train_flags(fv):
                        "this.", flag_values=fv)
   flags.DEFINE_integer("batch_size", t("batch_size"), "Images per replica per step (global "
                        "batch = batch_size * num_gpus).", flag_values=fv)
-  flags.DEFINE_bool("use_fp16", t("use_fp16"), "Compute in float16 (variables and updates "
-                    "stay float32).", flag_values=fv)
+  flags.DEFINE_string("precision", t("precision"), "Compute dtype of the forward and "
+                      f"backward pass: {' | '.join(config.PRECISIONS)} (weights, moving "
+                      "averages and updates stay float32).", flag_values=fv)
+  flags.DEFINE_bool("use_fp16", False, "The original's name for --precision=fp16.",
+                    flag_values=fv)
+  flags.DEFINE_float("loss_scale", t("loss_scale"), "fp16: the loss scale of a tower's loss, "
+                     f"a power of two (default {config.DEFAULT_LOSS_SCALE:g}).", flag_values=fv)
   flags.DEFINE_float("learning_rate", t("learning_rate"), "Initial learning rate.",
                      flag_values=fv)
   flags.DEFINE_bool("decay_steps_per_global_batch", t("decay_steps_per_global_batch"),
@@ -106,13 +111,21 @@ def peer_timeout_secs(values):
   return values.peer_timeout_secs
 
 
+def _precision(values):
+  if values.use_fp16 and values.precision not in ("fp32", "fp16"):
+    raise config.UsageError(f"--use_fp16 means --precision=fp16, but --precision="
+                            f"{values.precision}; give one of them")
+  return "fp16" if values.use_fp16 else values.precision
+
+
 def train_config(values):
   return config.TrainConfig(
       train_dir=values.train_dir, max_steps=values.max_steps, batch_size=values.batch_size,
       seed=values.seed, dataset=values.dataset, data_dir=values.data_dir,
       download=values.download, learning_rate=values.learning_rate,
       decay_steps_per_global_batch=values.decay_steps_per_global_batch,
-      decay_steps=values.decay_steps, use_fp16=values.use_fp16, log_frequency=values.log_frequency,
+      decay_steps=values.decay_steps, precision=_precision(values),
+      loss_scale=values.loss_scale, log_frequency=values.log_frequency,
       save_summaries_steps=values.save_summaries_steps,
       save_checkpoint_steps=values.save_checkpoint_steps,
       max_checkpoints_to_keep=values.max_checkpoints_to_keep, init_from=values.init_from,

@@ -25,6 +25,7 @@ import tensorflow as tf
 from cifar10 import checkpoints
 from cifar10 import errors
 from cifar10 import input_pipeline
+from cifar10 import precision
 from harness import ownership
 from harness import progress
 from harness import signals
@@ -42,7 +43,8 @@ def build_trainer(config, strategy, summary_outputs=True):
   return Trainer(
       strategy, seed=config.seed, global_batch_size=config.global_batch_size(n),
       decay_steps=config.steps_between_decays(n),
-      hparams=config.hparams, compute_dtype=tf.float16 if config.use_fp16 else tf.float32,
+      hparams=config.hparams, compute_dtype=precision.compute_dtype(config.precision),
+      loss_scale=config.scale,
       ema_reads=config.ema_reads, summary_outputs=summary_outputs)
 
 

@@ -29,6 +29,7 @@ from tensorflow.python.distribute import sharded_variable  # pylint: disable=g-d
 
 from cifar10 import losses
 from cifar10 import model
+from cifar10 import precision
 from cifar10 import schedule
 from cifar10 import summaries
 from cifar10.hparams import DEFAULT
@@ -38,12 +39,14 @@ class Trainer:
   """Variables and compiled steps for one strategy; build it once, before the first step."""
 
   def __init__(self, strategy, *, seed, global_batch_size, decay_steps, hparams=DEFAULT,
-               compute_dtype=tf.float32, ema_reads="updated", summary_outputs=True):
+               compute_dtype=tf.float32, loss_scale=None, ema_reads="updated",
+               summary_outputs=True):
     self.strategy = strategy
     self.global_batch_size = global_batch_size
     self.decay_steps = decay_steps
     self.hparams = hparams
     self.compute_dtype = compute_dtype
+    self.loss_scale = loss_scale  # of a tower's loss (cifar10.precision), or None
     self.ema_reads = ema_reads
     # Whether train_step returns what write_summaries needs (not under ParameterServerStrategy,
     # whose coordinator would fetch it from the workers and writes its own summaries).
@@ -92,12 +95,17 @@ class Trainer:
       logits = model.inference(self.params, images, self.compute_dtype, activations)
       loss = losses.replica_loss(logits, labels, self.params, self.global_batch_size,
                                  ctx.num_replicas_in_sync)
-    grads = tape.gradient(loss, self.shards)
+      scale = (None if self.loss_scale is None else
+               precision.replica_scale(self.loss_scale, ctx.num_replicas_in_sync))
+      scaled_loss = precision.scaled(loss, scale)
+    grads = tape.gradient(scaled_loss, self.shards)
     terms = losses.tower_terms(logits, labels, self.params)
     # identity: a copy on this replica's device (the input lives on the host, and the
     # all-reduce takes its destinations from where its values are).
     extra = [tf.identity(x) for x in extra]
-    return loss, ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads + extra), terms, activations
+    reduced = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads + extra)
+    grads = precision.unscaled(reduced[:len(grads)], scale)  # the sum, as the towers' mean
+    return loss, grads + reduced[len(grads):], terms, activations
 
   def gradients(self, images, labels):
     """(global loss, all-reduced gradients as per-replica values) for one distributed batch.

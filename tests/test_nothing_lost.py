@@ -321,6 +321,7 @@ def test_the_peer_wait_watchdog_dies_with_the_process_it_guards():
     guarded.wait(30)
 
 
+@pytest.mark.slow
 def test_a_v1_worker_whose_ps_never_comes_up_is_a_bounded_error(tmp_path):
   import time  # pylint: disable=g-import-not-at-top
   from harness import launcher  # pylint: disable=g-import-not-at-top
@@ -397,6 +398,7 @@ class _Done(Exception):
   pass
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trainer,evaluator", [("strategies.train", "strategies.evaluator"),
                                                ("compat_v1.train", "compat_v1.evaluator")])
 def test_an_evaluator_skips_a_checkpoint_the_trainer_deletes_while_it_is_read(
