@@ -1,15 +1,37 @@
-"""Times the real training loops of both trainers in this process (for benchmarks.throughput).
+"""Times training in this process, one kind per process (for benchmarks.throughput).
 
-Each function sets up N devices (this must be the process's first TensorFlow work), then runs
-the trainer's own loop (strategies.loop.run, compat_v1.loop.run) into a temporary train_dir
-on the shared synthetic stream, with everything a user's run does: the per-step checks, log
-lines, summaries every --save_summaries_steps, the final checkpoint. The loop's on_step clock
-starts after `warmup` steps (tracing, graph optimisation) and stops after `warmup + steps`;
-the seconds between are returned.
+Each function sets up N devices (this must be the process's first TensorFlow work), runs
+`warmup` untimed steps (tracing, graph optimisation) and returns the seconds of the next
+`steps` steps:
+
+  tf2         strategies.loop.run, the real TF2 loop (steps_per_loop steps per call)
+  v1          compat_v1.loop.run, the real tower loop
+  keras_path  examples.keras_loop.fit, the project's Keras path (same model and numbers)
+  keras_peer  benchmarks.keras_peer: the CNN as Keras users write it, compile + fit
+  bare_step   forward, backward and SGD of the model in one plain tf.function, no strategy,
+              one constant batch: no input pipeline, EMA, summaries or checks (the ceiling)
+
+The real loops run into a temporary train_dir on the shared synthetic stream with what a
+user's run does: the per-step checks, log lines, summaries every --save_summaries_steps, the
+final checkpoint. `peak_gflops` measures the machine's float32 matmul rate, the yardstick of
+`training_flops_per_example`.
 """
 
 import tempfile
 import time
+
+# Multiply-accumulates of one forward pass (cifar10.model): 5x5 convolutions producing 24x24
+# and 12x12 maps of 64 channels, then the local layers.
+_FORWARD_MACS = (24 * 24 * 64 * 5 * 5 * 3 + 12 * 12 * 64 * 5 * 5 * 64
+                 + 2304 * 384 + 384 * 192 + 192 * 10)
+
+
+def training_flops_per_example():
+  """Forward plus backward FLOPs of one example: 2 per MAC forward, and twice the forward in
+  the backward pass (gradients of weights and of inputs), less conv1's input gradient, which
+  nothing needs."""
+  conv1 = 24 * 24 * 64 * 5 * 5 * 3
+  return 2 * (3 * _FORWARD_MACS - conv1)
 
 
 def _clock(warmup, steps):
@@ -22,30 +44,124 @@ def _clock(warmup, steps):
   return on_step, lambda: marks[warmup + steps] - marks[warmup]
 
 
-def _config(train_dir, batch, warmup, steps):
+def _config(train_dir, batch, warmup, steps, precision):
   from cifar10 import config  # pylint: disable=g-import-not-at-top
+  # One checkpoint, at the end (keras_fit's epoch is save_checkpoint_steps long).
   return config.TrainConfig(train_dir=train_dir, max_steps=warmup + steps, batch_size=batch,
-                            dataset="synthetic")
+                            dataset="synthetic", precision=precision,
+                            save_checkpoint_steps=warmup + steps)
 
 
-def tf2(n, batch, warmup, steps, threads, steps_per_loop=1):
+def _tf2_strategy(n, threads):
   from cifar10 import config  # pylint: disable=g-import-not-at-top
-  from strategies import devices, loop  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from strategies import devices  # pylint: disable=g-import-not-at-top
   names = devices.setup(config.DeviceConfig(num_gpus=n, intra_op_threads=threads))
-  strategy = devices.get_strategy("mirrored", names)
+  return devices.get_strategy("mirrored", names)
+
+
+def tf2(n, batch, warmup, steps, threads, precision="fp32", steps_per_loop=1):
+  from strategies import loop  # pylint: disable=g-import-not-at-top
+  strategy = _tf2_strategy(n, threads)
   on_step, seconds = _clock(warmup, steps)
   with tempfile.TemporaryDirectory(prefix="benchmark-tf2-") as train_dir:
-    loop.run(_config(train_dir, batch, warmup, steps), strategy, on_step=on_step,
+    loop.run(_config(train_dir, batch, warmup, steps, precision), strategy, on_step=on_step,
              steps_per_loop=steps_per_loop)
   return seconds()
 
 
-def v1(n, batch, warmup, steps, threads):
+def v1(n, batch, warmup, steps, threads, precision="fp32"):
   from cifar10 import config  # pylint: disable=g-import-not-at-top
   from compat_v1 import devices, loop  # pylint: disable=g-import-not-at-top,g-multiple-import
   names, session_config = devices.setup(config.DeviceConfig(num_gpus=n,
                                                             intra_op_threads=threads))
   on_step, seconds = _clock(warmup, steps)
   with tempfile.TemporaryDirectory(prefix="benchmark-v1-") as train_dir:
-    loop.run(_config(train_dir, batch, warmup, steps), names, session_config, on_step=on_step)
+    loop.run(_config(train_dir, batch, warmup, steps, precision), names, session_config,
+             on_step=on_step)
   return seconds()
+
+
+def _batch_clock(warmup, steps):
+  """A Keras callback timing batches warmup .. warmup + steps of fit, and its seconds."""
+  import keras  # pylint: disable=g-import-not-at-top
+  marks = {}
+
+  class Clock(keras.callbacks.Callback):
+    count = 0
+
+    def on_train_batch_end(self, batch, logs=None):
+      Clock.count += 1
+      if Clock.count in (warmup, warmup + steps):
+        marks[Clock.count] = time.perf_counter()
+
+  return Clock(), lambda: marks[warmup + steps] - marks[warmup]
+
+
+def keras_path(n, batch, warmup, steps, threads, precision="fp32"):
+  from examples import keras_loop  # pylint: disable=g-import-not-at-top
+  strategy = _tf2_strategy(n, threads)
+  clock, seconds = _batch_clock(warmup, steps)
+  with tempfile.TemporaryDirectory(prefix="benchmark-keras-") as train_dir:
+    keras_loop.fit(_config(train_dir, batch, warmup, steps, precision), strategy,
+                   callbacks=[clock])
+  return seconds()
+
+
+def keras_peer(n, batch, warmup, steps, threads, precision="fp32"):
+  import keras  # pylint: disable=g-import-not-at-top
+  from benchmarks import keras_peer as peer  # pylint: disable=g-import-not-at-top
+  from cifar10 import input_pipeline  # pylint: disable=g-import-not-at-top
+  policy = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}[precision]
+  keras.mixed_precision.set_global_policy(policy)
+  strategy = _tf2_strategy(n, threads)
+  net = peer.build(strategy)
+  source = input_pipeline.synthetic_source(0)
+  dataset = input_pipeline.train_dataset(source, seed=0, global_batch_size=batch * n)
+  clock, seconds = _batch_clock(warmup, steps)
+  net.fit(dataset, epochs=1, steps_per_epoch=warmup + steps, callbacks=[clock], verbose=0)
+  return seconds()
+
+
+def bare_step(n, batch, warmup, steps, threads, precision="fp32"):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from cifar10 import input_pipeline, losses, model  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from cifar10 import precision as mixed  # pylint: disable=g-import-not-at-top
+  del n  # one device: the ceiling of one replica's step
+  tf.config.threading.set_intra_op_parallelism_threads(threads)
+  params = {k: tf.Variable(v) for k, v in model.initial_values(0).items()}
+  source = input_pipeline.synthetic_source(0)
+  images, labels = next(iter(input_pipeline.train_dataset(source, seed=0,
+                                                          global_batch_size=batch)))
+  dtype = mixed.compute_dtype(precision)
+
+  @tf.function
+  def step():
+    with tf.GradientTape() as tape:
+      loss = losses.tower_loss(model.inference(params, images, dtype), labels, params)
+    grads = tape.gradient(loss, [params[k] for k in model.VARIABLE_NAMES])
+    for name, grad in zip(model.VARIABLE_NAMES, grads):
+      params[name].assign_sub(0.1 * grad)
+    return loss
+
+  for _ in range(warmup):
+    step().numpy()
+  begin = time.perf_counter()
+  for _ in range(steps - 1):
+    step()
+  step().numpy()  # waits for the queue: the last timed step is done
+  return time.perf_counter() - begin
+
+
+def peak_gflops(threads, size=2048, repeats=20):
+  """float32 GFLOP/s of a size x size matmul through TensorFlow on this machine."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  tf.config.threading.set_intra_op_parallelism_threads(threads)
+  a, b = tf.random.normal([size, size]), tf.random.normal([size, size])
+  matmul = tf.function(tf.matmul)
+  for _ in range(3):
+    matmul(a, b).numpy()
+  begin = time.perf_counter()
+  for _ in range(repeats):
+    out = matmul(a, b)
+  out.numpy()
+  return 2 * size ** 3 * repeats / (time.perf_counter() - begin) / 1e9

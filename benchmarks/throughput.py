@@ -1,83 +1,173 @@
-"""Training throughput of the TF2 trainer and the v1 towers, side by side, in one run.
+"""Training throughput of the TF2 trainer against the v1 towers and its peers, in one run.
 
-  python -m benchmarks.throughput --num_gpus=1,2 --steps=50 --warmup=10 --steps_per_loop=10
+  python -m benchmarks.throughput --num_gpus=1,2 --steps=50 --warmup=10 --steps_per_loop=10 \
+      --precisions=fp32 --out=/tmp/benchmark
 
-Each (trainer, N) runs the trainer's real loop (benchmarks.measure) in its own child process
-(devices are fixed when TensorFlow starts) on the shared synthetic stream, with what a user's
-run does around the step (loss check, log lines, summaries every 100 steps, the final
-checkpoint). After --warmup steps, --steps steps are timed. Prints examples/sec of TF2 (one
-step per call, and --steps_per_loop steps per call) and v1, and the ratios to v1, per N. On a
-machine without GPUs N means N logical CPU devices that share the same cores.
+For each precision and N, each kind of benchmarks.measure runs in its own child process
+(devices are fixed when TensorFlow starts) on the shared synthetic stream, batch
+--batch_size per replica: the real TF2 loop with one step per call and with
+--steps_per_loop steps per call, the real v1 tower loop, the project's Keras path, an
+idiomatic Keras `fit` of the same CNN (benchmarks.keras_peer), and (N = 1) a bare tf.function
+step, the ceiling of the model's step here. After --warmup steps, --steps steps are timed.
+With --repeats=R each kind runs R times in rotating order and the median counts.
+Prints examples/sec, the ratio to v1 and the model's FLOP rate as a share of this machine's
+float32 matmul peak, measured in the same run. With --out, writes results.json and, if
+matplotlib is installed (`pip install -e '.[bench]'`), chart.png there. On a machine without
+GPUs N means N logical CPU devices that share the same cores.
 """
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 
 from absl import flags
 
+from cifar10 import config
 from cifar10.errors import UsageError
 from harness import cli
+
+KINDS = ("tf2", "tf2_loop", "v1", "keras_path", "keras_peer", "bare_step")
+LABELS = {"tf2": "TF2", "tf2_loop": "TF2 K", "v1": "v1", "keras_path": "Keras path",
+          "keras_peer": "Keras peer", "bare_step": "bare step"}
 
 
 def define_flags(fv):
   flags.DEFINE_list("num_gpus", ["1", "2"], "Replica / tower counts to measure.",
                     flag_values=fv)
+  flags.DEFINE_list("precisions", ["fp32"], "Precisions to measure "
+                    f"({', '.join(config.PRECISIONS)}).", flag_values=fv)
+  flags.DEFINE_list("kinds", list(KINDS), f"What to measure, of {', '.join(KINDS)}.",
+                    flag_values=fv)
   flags.DEFINE_integer("batch_size", 128, "Images per replica per step.", flag_values=fv)
   flags.DEFINE_integer("steps", 50, "Timed steps.", flag_values=fv)
   flags.DEFINE_integer("warmup", 10, "Untimed steps first (tracing, graph optimisation).",
                        flag_values=fv)
-  flags.DEFINE_integer("steps_per_loop", 10, "Steps per call of the second TF2 run "
+  flags.DEFINE_integer("steps_per_loop", 10, "Steps per call of the tf2_loop kind "
                        "(--steps and --warmup must be multiples of it).", flag_values=fv)
+  flags.DEFINE_integer("repeats", 1, "Measure each kind this many times, in rotating order, "
+                       "and report the median: on a shared machine the speed drifts by 10% "
+                       "and more between minutes.", flag_values=fv)
   flags.DEFINE_integer("intra_op_threads", 0, "Threads inside one op (0: TF decides).",
                        flag_values=fv)
-  flags.DEFINE_string("child", None, "Internal: 'tf2:N', 'tf2:N:K' or 'v1:N', run one "
-                      "measurement.",
+  flags.DEFINE_string("out", None, "Folder for results.json and chart.png.", flag_values=fv)
+  flags.DEFINE_string("child", None, "Internal: 'kind:N:precision', run one measurement.",
                       flag_values=fv)
 
 
-def _child(spec, batch, steps, warmup, threads):
+def _child(spec, values):
   from benchmarks import measure  # pylint: disable=g-import-not-at-top
-  kind, n, *k = spec.split(":")
-  extra = {"steps_per_loop": int(k[0])} if k else {}
-  seconds = getattr(measure, kind)(int(n), batch, warmup, steps, threads, **extra)
-  print(json.dumps({"examples_per_sec": steps * batch * int(n) / seconds}))
+  kind, n, precision = spec.split(":")
+  run = (int(n), values.batch_size, values.warmup, values.steps, values.intra_op_threads)
+  if kind == "peak":
+    result = {"gflops": measure.peak_gflops(values.intra_op_threads)}
+  else:
+    extra = {"steps_per_loop": values.steps_per_loop} if kind == "tf2_loop" else {}
+    seconds = getattr(measure, "tf2" if kind == "tf2_loop" else kind)(
+        *run, precision=precision, **extra)
+    examples = values.steps * values.batch_size * (1 if kind == "bare_step" else int(n))
+    result = {"examples_per_sec": examples / seconds}
+  print(json.dumps(result))
 
 
-def _run_child(kind, n, batch, steps, warmup, threads):
-  args = [sys.executable, "-m", "benchmarks.throughput", f"--child={kind}:{n}",
-          f"--batch_size={batch}", f"--steps={steps}", f"--warmup={warmup}",
-          f"--intra_op_threads={threads}"]
+def _run_child(spec, values):
+  args = [sys.executable, "-m", "benchmarks.throughput", f"--child={spec}",
+          f"--batch_size={values.batch_size}", f"--steps={values.steps}",
+          f"--warmup={values.warmup}", f"--steps_per_loop={values.steps_per_loop}",
+          f"--intra_op_threads={values.intra_op_threads}"]
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
   out = subprocess.run(args, capture_output=True, text=True, env=env, check=False)
   if out.returncode:
-    raise UsageError(f"{kind} with N={n} failed: {out.stderr.strip().splitlines()[-1]}")
-  return json.loads(out.stdout.strip().splitlines()[-1])["examples_per_sec"]
+    last = (out.stderr.strip().splitlines() or ["no output"])[-1]
+    raise UsageError(f"{spec} failed: {last}")
+  return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _check(values):
+  counts = [int(n) for n in values.num_gpus]
+  k = values.steps_per_loop
+  if min(counts) < 1 or min(values.steps, values.batch_size, values.warmup, k,
+                           values.repeats) < 1:
+    raise UsageError("--num_gpus, --steps, --warmup, --batch_size, --steps_per_loop and "
+                     "--repeats must be positive")
+  if values.steps % k or values.warmup % k:
+    raise UsageError(f"--steps={values.steps} and --warmup={values.warmup} must be multiples "
+                     f"of --steps_per_loop={k}, so the clock reads at call boundaries")
+  for precision in values.precisions:
+    if precision not in config.PRECISIONS:
+      raise UsageError(f"unknown precision {precision!r}; choose from "
+                       f"{', '.join(config.PRECISIONS)}")
+  for kind in values.kinds:
+    if kind not in KINDS:
+      raise UsageError(f"unknown kind {kind!r}; choose from {', '.join(KINDS)}")
+  if values.out:
+    try:
+      os.makedirs(values.out, exist_ok=True)
+    except OSError as e:
+      raise UsageError(f"cannot use --out={values.out}: {e.strerror or e}") from None
+  return counts
+
+
+def _chart(rows, path):
+  try:
+    import matplotlib  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    print("(no chart: matplotlib is not installed; pip install -e '.[bench]')")
+    return
+  matplotlib.use("Agg")
+  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+  labels = [f"{LABELS[r['kind']]}\nN={r['n']} {r['precision']}" for r in rows]
+  figure, axes = pyplot.subplots(figsize=(max(6, len(rows) * 0.9), 4))
+  axes.bar(range(len(rows)), [r["examples_per_sec"] for r in rows],
+           color=["tab:orange" if r["kind"] == "v1" else "tab:blue" for r in rows])
+  axes.set_xticks(range(len(rows)), labels, fontsize=7)
+  axes.set_ylabel("examples / sec")
+  axes.set_title("CIFAR-10 training throughput (benchmarks.throughput)")
+  figure.tight_layout()
+  figure.savefig(path, dpi=120)
+  print(f"wrote {path}")
 
 
 def main(values):
-  batch, steps, warmup = values.batch_size, values.steps, values.warmup
-  run = (batch, steps, warmup, values.intra_op_threads)
-  k = values.steps_per_loop
   if values.child:
-    return _child(values.child, *run)
-  counts = [int(n) for n in values.num_gpus]
-  if min(counts) < 1 or steps < 1 or batch < 1 or warmup < 1 or k < 1:
-    raise UsageError("--num_gpus, --steps, --warmup, --batch_size and --steps_per_loop must "
-                     "be positive")
-  if steps % k or warmup % k:
-    raise UsageError(f"--steps={steps} and --warmup={warmup} must be multiples of "
-                     f"--steps_per_loop={k}, so the clock reads at call boundaries")
-  print(f"global batch = {batch} x N, {steps} timed steps after {warmup} warm-up steps, "
-        "synthetic data")
-  print(f"{'N':>3} {'TF2 ex/s':>10} {f'TF2 K={k}':>10} {'v1 ex/s':>10} {'TF2 / v1':>9} "
-        f"{'K / v1':>7}")
-  for n in counts:
-    tf2, tf2_k = _run_child("tf2", n, *run), _run_child("tf2", f"{n}:{k}", *run)
-    v1 = _run_child("v1", n, *run)
-    print(f"{n:>3} {tf2:>10.1f} {tf2_k:>10.1f} {v1:>10.1f} {tf2 / v1:>9.2f} {tf2_k / v1:>7.2f}",
-          flush=True)
+    return _child(values.child, values)
+  counts = _check(values)
+  from benchmarks import measure  # pylint: disable=g-import-not-at-top
+  flops = measure.training_flops_per_example()
+  peak = statistics.median(_run_child("peak:1:fp32", values)["gflops"]
+                           for _ in range(values.repeats))
+  print(f"global batch = {values.batch_size} x N, {values.steps} timed steps after "
+        f"{values.warmup} warm-up steps, synthetic data; K = {values.steps_per_loop}; "
+        f"matmul peak {peak:.0f} GFLOP/s; {flops / 1e6:.1f} MFLOP per example")
+  print(f"{'precision':>9} {'N':>2} {'kind':>11} {'ex/s':>9} {'/ v1':>6} {'% peak':>7}")
+  rows = []
+  for precision in values.precisions:
+    for n in counts:
+      kinds = [k for k in values.kinds if k != "bare_step" or n == 1]
+      rates = {kind: [] for kind in kinds}
+      for r in range(values.repeats):  # rotated, so no kind always runs first or last
+        for kind in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
+          rates[kind].append(_run_child(f"{kind}:{n}:{precision}", values)["examples_per_sec"])
+      results = {kind: statistics.median(rates[kind]) for kind in kinds}
+      for kind in kinds:
+        rate = results[kind]
+        ratio = rate / results["v1"] if "v1" in results else float("nan")
+        share = 100 * rate * flops / (peak * 1e9)
+        rows.append({"precision": precision, "n": n, "kind": kind, "examples_per_sec": rate,
+                     "runs": rates[kind], "ratio_to_v1": ratio, "percent_of_peak": share})
+        print(f"{precision:>9} {n:>2} {LABELS[kind]:>11} {rate:>9.1f} {ratio:>6.2f} "
+              f"{share:>6.1f}%", flush=True)
+  if values.out:
+    path = os.path.join(values.out, "results.json")
+    with open(path, "w", encoding="utf-8") as f:
+      json.dump({"peak_gflops": peak, "flops_per_example": flops,
+                 "batch_size": values.batch_size, "steps": values.steps,
+                 "warmup": values.warmup, "steps_per_loop": values.steps_per_loop,
+                 "repeats": values.repeats,
+                 "rows": rows}, f, indent=1)
+    print(f"wrote {path}")
+    _chart(rows, os.path.join(values.out, "chart.png"))
 
 
 if __name__ == "__main__":

@@ -96,13 +96,14 @@ class _TensorBoard(keras.callbacks.TensorBoard):
     self._global_train_batch = self.start_step  # pylint: disable=protected-access
 
 
-def fit(config, strategy):
-  """Trains with model.fit under `strategy`; returns the final step count."""
+def fit(config, strategy, callbacks=()):
+  """Trains with model.fit under `strategy`; returns the final step count. `callbacks` go
+  to fit after the loop's own (the benchmark's clock is one)."""
   with ownership.own(config.train_dir):  # one run per train_dir
-    return _fit(config, strategy)
+    return _fit(config, strategy, callbacks)
 
 
-def _fit(config, strategy):
+def _fit(config, strategy, extra_callbacks):
   n = strategy.num_replicas_in_sync
   net = keras_model.build(
       strategy, seed=config.seed, hparams=config.hparams,
@@ -125,13 +126,14 @@ def _fit(config, strategy):
                config.dataset, n, strategy.extended.worker_devices,
                config.global_batch_size(n), start)
   os.makedirs(config.train_dir, exist_ok=True)
+  board = _TensorBoard(start, log_dir=config.train_dir, update_freq=config.save_summaries_steps)
   callbacks = [
       _StopOnNaN(config.train_dir),
       keras.callbacks.ModelCheckpoint(os.path.join(config.train_dir, PATTERN),
                                       save_weights_only=True),
       _KeepNewest(config.train_dir, config.max_checkpoints_to_keep),
-      _TensorBoard(start, log_dir=config.train_dir, update_freq=config.save_summaries_steps),
-  ]
+      board,
+  ] + list(extra_callbacks)
   try:
     net.fit(dataset, initial_epoch=start // every, epochs=config.max_steps // every,
             steps_per_epoch=every, callbacks=callbacks, verbose=1, shuffle=False)
@@ -140,8 +142,8 @@ def _fit(config, strategy):
     # leave tf.summary's recording state switched to its own: in this process nothing
     # summarised afterwards would be written. Its on_train_end restores that state.
     # Unless the writer never opened (a full disk): then there is nothing to restore.
-    if callbacks[-1]._prev_summary_state:  # pylint: disable=protected-access
-      callbacks[-1].on_train_end()
+    if board._prev_summary_state:  # pylint: disable=protected-access
+      board.on_train_end()
     raise
   step = int(net.optimizer.iterations.numpy())
   logging.info("Done: step %d, checkpoint %s", step, checkpoint_files(config.train_dir)[0])

@@ -1,0 +1,47 @@
+"""benchmarks.throughput: what it counts, what it refuses, and what it writes."""
+
+import json
+
+import pytest
+
+from benchmarks import measure
+from tests import helpers
+
+
+def test_the_model_flops_are_counted_layer_by_layer():
+  # Forward MACs: conv1 24*24*64*75, conv2 12*12*64*1600, local3 2304*384, local4 384*192,
+  # softmax 192*10; backward twice the forward, less conv1's unneeded input gradient.
+  forward = 2764800 + 14745600 + 884736 + 73728 + 1920
+  assert measure.training_flops_per_example() == 2 * (3 * forward - 2764800) == 105295104
+
+
+@pytest.mark.parametrize("flags,expected", [
+    (("--steps=15",), "--steps=15 and --warmup=10 must be multiples of --steps_per_loop=10"),
+    (("--kinds=tf2,fast",), "unknown kind 'fast'"),
+    (("--precisions=fp8",), "unknown precision 'fp8'"),
+    (("--num_gpus=0",), "must be positive"),
+])
+def test_bad_flags_are_one_line(flags, expected):
+  result = helpers.call("benchmarks.throughput", *flags)
+  assert result.returncode == 2 and expected in helpers.error_line(result)
+
+
+@pytest.mark.slow
+def test_a_run_prints_and_writes_each_kind_against_v1(tmp_path):
+  result = helpers.run("benchmarks.throughput", "--num_gpus=1", "--kinds=v1,tf2_loop,bare_step",
+                       "--batch_size=8", "--steps=2", "--warmup=2", "--steps_per_loop=2",
+                       f"--out={tmp_path}")
+  assert result.returncode == 0, result.stderr[-3000:]
+  written = json.loads((tmp_path / "results.json").read_text())
+  assert written["flops_per_example"] == 105295104 and written["peak_gflops"] > 0
+  rows = {r["kind"]: r for r in written["rows"]}
+  assert sorted(rows) == ["bare_step", "tf2_loop", "v1"]
+  assert rows["v1"]["ratio_to_v1"] == 1.0
+  for row in rows.values():
+    assert row["examples_per_sec"] > 0 and row["n"] == 1 and row["precision"] == "fp32"
+    share = 100 * row["examples_per_sec"] * 105295104 / (written["peak_gflops"] * 1e9)
+    assert row["percent_of_peak"] == pytest.approx(share)
+  lines = [line for line in result.stdout.splitlines() if line.strip().startswith("fp32")]
+  assert len(lines) == 3
+  for line, label in zip(lines, (" v1 ", " TF2 K ", " bare step ")):
+    assert label in line, line
