@@ -106,6 +106,7 @@ class TrainConfig:
   max_checkpoints_to_keep: int = 5
   init_from: Optional[str] = None  # a checkpoint of either trainer to start from
   ema_reads: str = "updated"  # one of EMA_READS
+  profile_steps: Optional[tuple] = None  # (A, B): profile 0-based steps A..B
 
   def __post_init__(self):
     if not self.train_dir:
@@ -129,6 +130,10 @@ class TrainConfig:
         raise UsageError(f"--loss_scale must be a power of two (e.g. 32768), got "
                          f"{self.loss_scale:g}: only then is unscaling exact and the two "
                          "trainers equal")
+    if self.profile_steps is not None and not (
+        len(self.profile_steps) == 2 and 0 <= self.profile_steps[0] <= self.profile_steps[1]):
+      raise UsageError(f"--profile_steps must be A,B with 0 <= A <= B, got "
+                       f"{self.profile_steps}")
     if self.ema_reads not in EMA_READS:
       raise UsageError(f"--ema_reads must be one of {', '.join(EMA_READS)}, got "
                        f"{self.ema_reads!r}")

@@ -25,6 +25,7 @@ from compat_v1 import restore
 from compat_v1.step import build_train_graph
 from compat_v1.step import TrainGraph
 from harness import ownership
+from harness import profiling
 from harness import progress
 from harness import signals
 
@@ -134,8 +135,10 @@ def _run(config, devices, session_config, dataset, on_step):
         logging.info("Initialized from %s at step %d", init_path, start)
     logger = progress.StepLogger(start, config.max_steps, config.global_batch_size(n),
                                  config.log_frequency)
-    with signals.stop_on_signals() as stop_requested:
+    profile = profiling.Window(config.train_dir, config.profile_steps)
+    with signals.stop_on_signals() as stop_requested, profile:
       for step in range(start, config.max_steps):
+        profile.before(step)
         fetches = [g.train_op, g.loss, g.learning_rate]
         if step % config.save_summaries_steps == 0:
           fetches.append(g.summary_op)
@@ -143,6 +146,7 @@ def _run(config, devices, session_config, dataset, on_step):
           out = sess.run(fetches)
         if len(out) == 4:
           b.writer.add_summary(out[3], step)
+        profile.after(step)
         logger.after_step(step, lambda: out[1])
         done = step + 1
         stopping = bool(stop_requested) and done < config.max_steps

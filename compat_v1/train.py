@@ -61,6 +61,9 @@ def main(values):
   train_config = options.train_config(values)
   task = _task(values)
   peer_timeout_secs = options.peer_timeout_secs(values)
+  if task.cluster and train_config.profile_steps:
+    raise UsageError("--profile_steps applies to single-machine runs (profile a ps/worker "
+                     "task with tf.profiler.experimental.client.trace)")
   if task.cluster and values.sync_replicas and train_config.ema_reads == "previous":
     raise UsageError("--ema_reads=previous is not available with --sync_replicas: "
                      "SyncReplicasOptimizer updates the moving averages after the update")

@@ -11,6 +11,7 @@ import dataclasses
 from absl import flags
 
 from cifar10 import config
+from harness import profiling
 
 
 def _default(cls, name):
@@ -93,6 +94,8 @@ def define_train_flags(fv):
                       "prefix or a folder) of either trainer: weights, moving averages and "
                       "global step. Ignored when --train_dir already has a checkpoint to "
                       "resume.", flag_values=fv)
+  flags.DEFINE_string("profile_steps", None, "A,B: write a TensorBoard profile of the 0-based "
+                      "steps A..B into train_dir/plugins/profile.", flag_values=fv)
   flags.DEFINE_string("ema_reads", t("ema_reads"), "The moving averages read the weights and "
                       "step of this step's update ('updated') or those it replaces "
                       "('previous', the order the original usually took).", flag_values=fv)
@@ -129,7 +132,7 @@ def train_config(values):
       save_summaries_steps=values.save_summaries_steps,
       save_checkpoint_steps=values.save_checkpoint_steps,
       max_checkpoints_to_keep=values.max_checkpoints_to_keep, init_from=values.init_from,
-      ema_reads=values.ema_reads)
+      ema_reads=values.ema_reads, profile_steps=profiling.parse(values.profile_steps))
 
 
 def define_eval_flags(fv):

@@ -28,6 +28,10 @@ from harness import cluster
 from harness import watchdog
 
 STRATEGIES = ("mirrored", "one_device", "multi_worker_mirrored", "parameter_server")
+# --all_reduce, per strategy. auto: NCCL between GPUs, ReductionToOneDevice between logical
+# CPU devices (mirrored); RING (multi_worker_mirrored).
+ALL_REDUCE = {"mirrored": ("auto", "nccl", "hierarchical_copy", "reduce_to_one_device"),
+              "multi_worker_mirrored": ("auto", "ring", "nccl")}
 
 
 def _set(getter, setter, value):
@@ -87,26 +91,48 @@ def check_cluster(name, cluster):
                      "tasks; python -m strategies.launch --workers=N --ps=M sets it up")
 
 
-def get_strategy(name, devices, peer_timeout_secs=None, partition_min_bytes=0):
+def _cross_device_ops(all_reduce, devices):
+  """MirroredStrategy's cross_device_ops for --all_reduce over `devices`."""
+  on_cpu = all(d.lower().startswith("/cpu") for d in devices)
+  if all_reduce in ("nccl", "hierarchical_copy") and on_cpu:
+    raise UsageError(f"--all_reduce={all_reduce} needs GPUs (NCCL and the hierarchical copy "
+                     "have no CPU kernels); on CPU use auto or reduce_to_one_device")
+  if all_reduce == "nccl":
+    return tf.distribute.NcclAllReduce()
+  if all_reduce == "hierarchical_copy":
+    return tf.distribute.HierarchicalCopyAllReduce()
+  if all_reduce == "reduce_to_one_device" or on_cpu:
+    return tf.distribute.ReductionToOneDevice(devices[0])
+  return None  # auto on GPUs: MirroredStrategy's own choice (NCCL where it can)
+
+
+def get_strategy(name, devices, peer_timeout_secs=None, partition_min_bytes=0,
+                 all_reduce="auto"):
   """A strategy with one replica per device name in `devices`.
 
   `partition_min_bytes` (parameter_server only): weights of at least twice this size are
   split in row blocks of at least this size over the ps tasks (at most one block per task).
 
-  On GPUs MirroredStrategy keeps its default, NCCL all-reduce. On logical CPU devices (where
-  NCCL has no kernel) it sums on /cpu:0 and broadcasts (ReductionToOneDevice): the sum then
-  runs in replica order every time, and unlike the collective all-reduce TF would pick, two
-  strategies of different sizes can live in one process (the collective group keys clash).
+  `all_reduce` (--all_reduce, one of ALL_REDUCE[name]): with auto, MirroredStrategy keeps
+  its default on GPUs, NCCL all-reduce. On logical CPU devices (where NCCL has no kernel) it
+  sums on /cpu:0 and broadcasts (ReductionToOneDevice): the sum then runs in replica order
+  every time (what keeps TF2 bit-identical to the towers), and unlike the collective
+  all-reduce TF would pick, two strategies of different sizes can live in one process (the
+  collective group keys clash). Another all-reduce may sum in another order.
   """
+  if all_reduce != "auto" and all_reduce not in ALL_REDUCE.get(name, ("auto",)):
+    if name not in ALL_REDUCE:
+      raise UsageError(f"--all_reduce applies to mirrored and multi_worker_mirrored, not "
+                       f"--strategy={name}")
+    raise UsageError(f"--all_reduce={all_reduce} is not one of "
+                     f"{', '.join(ALL_REDUCE[name])} (--strategy={name})")
   if partition_min_bytes and name != "parameter_server":
     raise UsageError("--ps_partition_min_bytes applies to --strategy=parameter_server only")
   if partition_min_bytes < 0:
     raise UsageError(f"--ps_partition_min_bytes must be >= 0, got {partition_min_bytes}")
   if name == "mirrored":
-    if all(d.lower().startswith("/cpu") for d in devices):
-      return tf.distribute.MirroredStrategy(
-          devices, cross_device_ops=tf.distribute.ReductionToOneDevice(devices[0]))
-    return tf.distribute.MirroredStrategy(devices)
+    return tf.distribute.MirroredStrategy(
+        devices, cross_device_ops=_cross_device_ops(all_reduce, devices))
   if name == "one_device":
     if len(devices) != 1:
       raise UsageError(f"--strategy=one_device runs one replica, but --num_gpus={len(devices)}; "
@@ -117,10 +143,14 @@ def get_strategy(name, devices, peer_timeout_secs=None, partition_min_bytes=0):
     if len(devices) > 1 and all(d.lower().startswith("/cpu") for d in devices):
       raise UsageError("--strategy=multi_worker_mirrored runs one replica per worker on CPU; "
                        "use --num_gpus=1 and more --workers")
-    # RING: the collective implementation that works on CPUs and GPUs alike. The timeout
-    # bounds every collective, so a peer that dies mid-run is an error, not a hang.
+    if all_reduce == "nccl" and all(d.lower().startswith("/cpu") for d in devices):
+      raise UsageError("--all_reduce=nccl needs GPUs; on CPU use auto or ring")
+    # auto: RING, the collective implementation that works on CPUs and GPUs alike, except
+    # where asked for NCCL. The timeout bounds every collective, so a peer that dies mid-run
+    # is an error, not a hang.
+    implementation = tf.distribute.experimental.CommunicationImplementation
     options = tf.distribute.experimental.CommunicationOptions(
-        implementation=tf.distribute.experimental.CommunicationImplementation.RING,
+        implementation=implementation.NCCL if all_reduce == "nccl" else implementation.RING,
         timeout_seconds=peer_timeout_secs)
     with watchdog.deadline(peer_timeout_secs, "not every worker of TF_CONFIG came up within "
                    f"{peer_timeout_secs} s; check that each one was started and that its "

@@ -27,6 +27,7 @@ from cifar10 import errors
 from cifar10 import input_pipeline
 from cifar10 import precision
 from harness import ownership
+from harness import profiling
 from harness import progress
 from harness import signals
 from strategies.step import Trainer
@@ -37,7 +38,7 @@ WORKER_SCRATCH = ".worker-"
 
 # ---------------------------------------------------------------------------- Model & state
 
-def build_trainer(config, strategy, summary_outputs=True):
+def build_trainer(config, strategy, summary_outputs=True, jit_compile=False):
   """The step and the state of `config`'s run, created under `strategy`."""
   n = strategy.num_replicas_in_sync
   return Trainer(
@@ -45,7 +46,7 @@ def build_trainer(config, strategy, summary_outputs=True):
       decay_steps=config.steps_between_decays(n),
       hparams=config.hparams, compute_dtype=precision.compute_dtype(config.precision),
       loss_scale=config.scale,
-      ema_reads=config.ema_reads, summary_outputs=summary_outputs)
+      ema_reads=config.ema_reads, summary_outputs=summary_outputs, jit_compile=jit_compile)
 
 
 def restore(config, trainer, path):
@@ -103,10 +104,14 @@ def call_length(step, config, steps_per_loop):
   for every in (config.log_frequency, config.save_summaries_steps):
     # No multiple of `every` strictly inside the call (the call may end on one).
     k = min(k, every - step % every if step % every else every)
+  for edge in (config.profile_steps or ())[:1] + tuple(s + 1 for s in
+                                                        (config.profile_steps or ())[1:]):
+    if step < edge:  # the profile starts and ends between calls
+      k = min(k, edge - step)
   return max(k, 1)
 
 
-def run(config, strategy, dataset=None, on_step=None, steps_per_loop=1):
+def run(config, strategy, dataset=None, on_step=None, steps_per_loop=1, jit_compile=False):
   """Trains; returns the final global step.
 
   dataset: the examples to train on (an input_pipeline.Source); default: config.dataset.
@@ -116,6 +121,8 @@ def run(config, strategy, dataset=None, on_step=None, steps_per_loop=1):
   steps_per_loop: steps per call of the compiled function (--steps_per_loop): no host
     round trip between them. The same weights, bit for bit, log lines, summaries and
     checkpoints as one step per call (see call_length); a SIGTERM stops after the call.
+  jit_compile: XLA compiles each replica's forward and backward pass (--jit_compile); outside
+    the bit-equality contract (XLA fuses and reorders float arithmetic).
   Raises UsageError on bad data, errors.NonFiniteLoss on a NaN/Inf loss (nothing of that
   step applied or saved) and errors.Stopped after saving on SIGTERM.
   """
@@ -127,19 +134,20 @@ def run(config, strategy, dataset=None, on_step=None, steps_per_loop=1):
   if chief:
     with ownership.own(config.train_dir):  # one run per train_dir
       return _train(config, strategy, dataset, on_step, config.train_dir, chief,
-                    steps_per_loop)
+                    steps_per_loop, jit_compile)
   save_dir = os.path.join(config.train_dir,
                           f"{WORKER_SCRATCH}{strategy.cluster_resolver.task_id}")
   shutil.rmtree(save_dir, ignore_errors=True)
   try:
-    return _train(config, strategy, dataset, on_step, save_dir, chief, steps_per_loop)
+    return _train(config, strategy, dataset, on_step, save_dir, chief, steps_per_loop,
+                  jit_compile)
   finally:
     shutil.rmtree(save_dir, ignore_errors=True)
 
 
-def _train(config, strategy, dataset, on_step, save_dir, chief, steps_per_loop):
+def _train(config, strategy, dataset, on_step, save_dir, chief, steps_per_loop, jit_compile):
   n = strategy.num_replicas_in_sync
-  trainer = build_trainer(config, strategy)
+  trainer = build_trainer(config, strategy, jit_compile=jit_compile)
   resume_from, _ = checkpoints.recover(config.train_dir, repair=chief)
   # After recover: the manager counts the checkpoints the index lists against max_to_keep.
   manager = tf.train.CheckpointManager(trainer.checkpoint(), save_dir,
@@ -160,10 +168,12 @@ def _train(config, strategy, dataset, on_step, save_dir, chief, steps_per_loop):
             else tf.summary.create_noop_writer())
   logger = progress.StepLogger(start, config.max_steps, config.global_batch_size(n),
                                config.log_frequency)
-  with writer.as_default(), signals.stop_on_signals() as stop_requested:
+  profile = profiling.Window(config.train_dir, config.profile_steps if chief else None)
+  with writer.as_default(), signals.stop_on_signals() as stop_requested, profile:
     step = start
     while step < config.max_steps:
       k = call_length(step, config, steps_per_loop)
+      profile.before(step)
       # With k > 1 the failing step is the first not applied: the global step after the call.
       failed_at = step if k == 1 else lambda: int(trainer.global_step.numpy())
       with errors.loss_checked(failed_at, lambda: last_checkpoint(config)):
@@ -182,6 +192,7 @@ def _train(config, strategy, dataset, on_step, save_dir, chief, steps_per_loop):
         if not bool(trainer.all_finite()):
           raise errors.NonFiniteState(done - 1, last_checkpoint(config))
         manager.save(checkpoint_number=done)
+      profile.after(done - 1)
       if on_step:
         on_step(step, loss, lr)
         if k > 1:

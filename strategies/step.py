@@ -40,7 +40,7 @@ class Trainer:
 
   def __init__(self, strategy, *, seed, global_batch_size, decay_steps, hparams=DEFAULT,
                compute_dtype=tf.float32, loss_scale=None, ema_reads="updated",
-               summary_outputs=True):
+               summary_outputs=True, jit_compile=False):
     self.strategy = strategy
     self.global_batch_size = global_batch_size
     self.decay_steps = decay_steps
@@ -66,6 +66,9 @@ class Trainer:
                             for n in losses.LOSS_TERMS}
     self.averages = {n: _join(v, [self.ema.average(s) for s in _parts(v)])
                      for n, v in self.params.items()}
+    # With jit_compile, XLA compiles each replica's forward and backward pass.
+    self.forward_backward = (tf.function(self._forward_backward, jit_compile=True)
+                             if jit_compile else self._forward_backward)
     self.step_fn = tf.function(self._step)  # the compiled step, for ClusterCoordinator.schedule
     self.steps_fn = tf.function(self._steps)
 
@@ -86,20 +89,26 @@ class Trainer:
   def lr(self):
     return schedule.learning_rate(self.global_step, self.decay_steps, self.hparams)
 
-  def _replica_gradients(self, images, labels, *extra):
-    """Loss and gradients of one replica; the all-reduce sums the gradients and `extra`.
-    Also returns the tower terms and activations the original summarised."""
-    ctx = tf.distribute.get_replica_context()
+  def _forward_backward(self, images, labels, num_replicas, scale):
+    """One replica's loss, scaled gradients, tower terms and activations: the part of the
+    step that --jit_compile hands to XLA (the all-reduce stays outside)."""
     activations = {}
     with tf.GradientTape() as tape:
       logits = model.inference(self.params, images, self.compute_dtype, activations)
       loss = losses.replica_loss(logits, labels, self.params, self.global_batch_size,
-                                 ctx.num_replicas_in_sync)
-      scale = (None if self.loss_scale is None else
-               precision.replica_scale(self.loss_scale, ctx.num_replicas_in_sync))
+                                 num_replicas)
       scaled_loss = precision.scaled(loss, scale)
     grads = tape.gradient(scaled_loss, self.shards)
-    terms = losses.tower_terms(logits, labels, self.params)
+    return loss, grads, losses.tower_terms(logits, labels, self.params), activations
+
+  def _replica_gradients(self, images, labels, *extra):
+    """Loss and gradients of one replica; the all-reduce sums the gradients and `extra`.
+    Also returns the tower terms and activations the original summarised."""
+    ctx = tf.distribute.get_replica_context()
+    scale = (None if self.loss_scale is None else
+             precision.replica_scale(self.loss_scale, ctx.num_replicas_in_sync))
+    loss, grads, terms, activations = self.forward_backward(
+        images, labels, ctx.num_replicas_in_sync, scale)
     # identity: a copy on this replica's device (the input lives on the host, and the
     # all-reduce takes its destinations from where its values are).
     extra = [tf.identity(x) for x in extra]

@@ -24,6 +24,14 @@ def define_flags(fv):
                        "host round trip between them (mirrored, one_device, "
                        "multi_worker_mirrored); the same weights, logs and checkpoints. Calls "
                        "end where a step logs, writes summaries or saves.", flag_values=fv)
+  flags.DEFINE_bool("jit_compile", False, "XLA-compile each replica's forward and backward "
+                    "pass (mirrored, one_device, multi_worker_mirrored); outside the "
+                    "bit-equality contract, and slower than TensorFlow's kernels on CPU.",
+                    flag_values=fv)
+  flags.DEFINE_string("all_reduce", "auto", "mirrored: auto | nccl | hierarchical_copy | "
+                      "reduce_to_one_device; multi_worker_mirrored: auto | ring | nccl (auto: "
+                      "NCCL between GPUs, a sum on the first device between logical CPUs; "
+                      "RING across workers).", flag_values=fv)
   flags.DEFINE_integer("ps_partition_min_bytes", 0, "parameter_server: split each weight of "
                        "at least twice this many bytes into row blocks of at least this size "
                        "over the ps tasks (0: no partitioning).", flag_values=fv)
@@ -36,6 +44,12 @@ def main(values):
   if values.steps_per_loop < 1:
     raise UsageError("--steps_per_loop must be a positive integer, got "
                      f"{values.steps_per_loop}")
+  if train_config.profile_steps and values.strategy == "parameter_server":
+    raise UsageError("--profile_steps applies to mirrored, one_device and "
+                     "multi_worker_mirrored (profile a parameter_server job's tasks with "
+                     "tf.profiler.experimental.client.trace)")
+  if values.jit_compile and values.strategy == "parameter_server":
+    raise UsageError("--jit_compile applies to mirrored, one_device and multi_worker_mirrored")
   if values.steps_per_loop > 1 and values.strategy == "parameter_server":
     raise UsageError("--steps_per_loop applies to mirrored, one_device and "
                      "multi_worker_mirrored; parameter_server schedules one step per call")
@@ -55,13 +69,15 @@ def main(values):
       devices.serve()  # workers and ps tasks only serve; the chief runs the loop
       return
   strategy = devices.get_strategy(values.strategy, devices.setup(device_config),
-                                  peer_timeout_secs, values.ps_partition_min_bytes)
+                                  peer_timeout_secs, values.ps_partition_min_bytes,
+                                  values.all_reduce)
   if values.strategy == "parameter_server":
     from strategies import cluster_loop  # pylint: disable=g-import-not-at-top
     cluster_loop.run(train_config, strategy)
   else:
     from strategies import loop  # pylint: disable=g-import-not-at-top
-    loop.run(train_config, strategy, steps_per_loop=values.steps_per_loop)
+    loop.run(train_config, strategy, steps_per_loop=values.steps_per_loop,
+             jit_compile=values.jit_compile)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,44 @@
+"""--profile_steps=A,B writes a TensorBoard profile of those steps, in both trainers."""
+
+import glob
+
+import pytest
+
+from cifar10 import config
+from cifar10.errors import UsageError
+from harness import profiling
+from strategies import loop
+from tests import helpers
+
+FLAGS = ("--dataset=synthetic", "--batch_size=4", "--max_steps=4")
+
+
+@pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
+def test_a_profile_of_the_steps_asked_for_is_written(trainer, tmp_path):
+  result = helpers.call(trainer, *FLAGS, "--profile_steps=1,2", f"--train_dir={tmp_path}")
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert "Profiling steps 1..2" in result.stderr
+  profiles = glob.glob(f"{tmp_path}/plugins/profile/*/*.xplane.pb")
+  assert len(profiles) == 1, profiles
+
+
+def test_with_steps_per_loop_the_profile_starts_and_ends_between_calls():
+  run = config.TrainConfig(train_dir="x", max_steps=100, log_frequency=50,
+                           save_summaries_steps=50, profile_steps=(7, 12))
+  assert loop.call_length(1, run, 10) == 6    # 1..6, then the profile starts at 7
+  assert loop.call_length(7, run, 10) == 6    # 7..12, and it stops after 12
+  assert loop.call_length(13, run, 10) == 10
+
+
+@pytest.mark.parametrize("value,message", [
+    ("5", "--profile_steps must be two step numbers A,B, got '5'"),
+    ("a,b", "--profile_steps must be two step numbers A,B"),
+])
+def test_a_malformed_window_is_one_line(value, message):
+  with pytest.raises(UsageError, match=message):
+    profiling.parse(value)
+
+
+def test_a_window_backwards_is_refused():
+  with pytest.raises(UsageError, match="--profile_steps must be A,B with 0 <= A <= B"):
+    config.TrainConfig(train_dir="x", profile_steps=(3, 2))
