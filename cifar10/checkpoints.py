@@ -7,7 +7,9 @@ The two trainers store the same values under different keys:
   moving averages      conv1/weights/ExponentialMovingAverage    ema/conv1.Sweights/.ATTRIBUTES/VARIABLE_VALUE
   global step          global_step                               global_step/.ATTRIBUTES/VARIABLE_VALUE
 
-(object-based checkpoints escape "/" in dict keys as ".S"). The original tutorial's
+(object-based checkpoints escape "/" in dict keys as ".S"). Runs with `--loss_scale=dynamic`
+also hold `loss_scale` and `loss_scale_good_steps` (each trainer restores its own; a run
+started from another's checkpoint with --init_from starts the scale afresh). The original tutorial's
 checkpoints use the tf.compat.v1 keys, with a float32 `global_step` (and, trained with
 `--use_fp16`, float16 weights and averages). `keys(path)` says where each value lives in a
 given file; `read(path)` loads them as float32 arrays and an int step, whatever the dtypes

@@ -19,6 +19,7 @@ EMA_READS = ("updated", "previous")
 # The compute dtypes of the forward and backward pass (cifar10.precision); fp16 scales the loss.
 PRECISIONS = ("fp32", "bf16", "fp16")
 DEFAULT_LOSS_SCALE = 2.0 ** 15
+DYNAMIC_LOSS_SCALE = "dynamic"
 
 
 def _positive(name, value):
@@ -99,7 +100,8 @@ class TrainConfig:
   decay_steps_per_global_batch: bool = False
   decay_steps: int = 0  # steps between decays; 0: the original's formula (cifar10.schedule)
   precision: str = "fp32"  # one of PRECISIONS
-  loss_scale: Optional[float] = None  # fp16 only: a power of two; None: DEFAULT_LOSS_SCALE
+  # fp16 only: a power of two, or "dynamic"; None: DEFAULT_LOSS_SCALE
+  loss_scale: Optional[object] = None
   log_frequency: int = 10
   save_summaries_steps: int = 100
   save_checkpoint_steps: int = 1000
@@ -126,10 +128,16 @@ class TrainConfig:
       if self.precision != "fp16":
         raise UsageError(f"--loss_scale applies to --precision=fp16 only (float16's range); "
                          f"--precision={self.precision} needs none")
-      if not (0 < self.loss_scale < float("inf") and math.frexp(self.loss_scale)[0] == 0.5):
-        raise UsageError(f"--loss_scale must be a power of two (e.g. 32768), got "
-                         f"{self.loss_scale:g}: only then is unscaling exact and the two "
-                         "trainers equal")
+      if self.loss_scale != DYNAMIC_LOSS_SCALE:
+        try:
+          value = float(self.loss_scale)
+        except ValueError:
+          value = float("nan")
+        if not (0 < value < float("inf") and math.frexp(value)[0] == 0.5):
+          raise UsageError(f"--loss_scale must be 'dynamic' or a power of two (e.g. 32768), "
+                           f"got {self.loss_scale}: only then is unscaling exact and the two "
+                           "trainers equal")
+        object.__setattr__(self, "loss_scale", value)
     if self.profile_steps is not None and not (
         len(self.profile_steps) == 2 and 0 <= self.profile_steps[0] <= self.profile_steps[1]):
       raise UsageError(f"--profile_steps must be A,B with 0 <= A <= B, got "
@@ -147,7 +155,8 @@ class TrainConfig:
 
   @property
   def scale(self):
-    """The loss scale of a tower's loss: None unless precision is fp16."""
+    """The loss scale of a tower's loss: None unless precision is fp16; a float, or
+    DYNAMIC_LOSS_SCALE ("dynamic")."""
     if self.precision != "fp16":
       return None
     return self.loss_scale if self.loss_scale is not None else DEFAULT_LOSS_SCALE

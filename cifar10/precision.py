@@ -3,7 +3,7 @@
   --precision  forward/backward in        loss scale (--loss_scale)
   fp32         float32                    none
   bf16         bfloat16                   none (bfloat16 has float32's exponent range)
-  fp16         float16                    a power of two, 2**15 unless given
+  fp16         float16                    a power of two, 2**15 unless given, or dynamic
 
 Weights, moving averages, the gradients as applied and the update stay float32 in every
 mode: the model casts a copy of each weight to the compute dtype (cifar10.model.inference)
@@ -18,13 +18,24 @@ gradients before average_gradients; the TF2 step unscales the all-reduced sum on
 each replica's gradients before the all-reduce instead gave another summation order at N = 4:
 measured up to 5e-10 apart.) With a power of two every division is exact, and the trainers
 are bit-identical at N = 1, 2 and 4 in every precision (tests/test_precision.py).
+
+`--loss_scale=dynamic` keeps the scale in two variables both trainers checkpoint
+(`loss_scale`, `loss_scale_good_steps`) and updates them after each step the same way
+(`next_scale`): a step whose averaged gradients are not all finite applies no update (its
+gradients count as zero; the global step and the moving averages go on, so the data order
+and the schedule stay those of every other run) and halves the scale; DYNAMIC_GROWTH_STEPS
+finite steps in a row double it. The scale stays a power of two, so the trainers stay equal.
 """
 
 import tensorflow as tf
 
+from cifar10.config import DEFAULT_LOSS_SCALE
+from cifar10.config import DYNAMIC_LOSS_SCALE as DYNAMIC
 from cifar10.config import PRECISIONS  # pylint: disable=unused-import  # re-exported
 
 COMPUTE_DTYPES = {"fp32": tf.float32, "bf16": tf.bfloat16, "fp16": tf.float16}
+DYNAMIC_INITIAL_SCALE = DEFAULT_LOSS_SCALE
+DYNAMIC_GROWTH_STEPS = 2000  # Keras's LossScaleOptimizer default too
 
 
 def compute_dtype(precision):
@@ -37,8 +48,8 @@ def replica_scale(loss_scale, num_replicas):
 
 
 def scaled(loss, scale):
-  """`loss` times `scale` (float32), or `loss` itself without a scale."""
-  return loss if scale is None else loss * tf.constant(scale, tf.float32)
+  """`loss` times `scale` (a float or a float32 tensor), or `loss` itself without a scale."""
+  return loss if scale is None else loss * tf.cast(scale, tf.float32)
 
 
 def unscaled(gradients, scale):
@@ -46,4 +57,25 @@ def unscaled(gradients, scale):
   are without a scale."""
   if scale is None:
     return list(gradients)
-  return [g / tf.constant(scale, g.dtype) for g in gradients]
+  return [g / tf.cast(scale, g.dtype) for g in gradients]
+
+
+def all_finite(gradients):
+  """Whether every value of every gradient is finite (a scalar bool tensor)."""
+  return tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(g)) for g in gradients]))
+
+
+def skipped_if_not(finite, gradients):
+  """`gradients`, or zeros in their place when the step is skipped (`finite` false): the
+  update w - lr * 0 then leaves every weight as it was, bit for bit."""
+  return [tf.where(finite, g, tf.zeros_like(g)) for g in gradients]
+
+
+def next_scale(scale, good_steps, finite):
+  """(scale, good steps) of the dynamic loss scale after a step with `finite` gradients:
+  halved (down to 1) after a non-finite step, doubled after DYNAMIC_GROWTH_STEPS finite
+  steps in a row."""
+  good = tf.where(finite, good_steps + 1, tf.zeros_like(good_steps))
+  grow = good >= DYNAMIC_GROWTH_STEPS
+  new_scale = tf.where(finite, tf.where(grow, scale * 2.0, scale), tf.maximum(scale / 2.0, 1.0))
+  return new_scale, tf.where(grow, tf.zeros_like(good), good)

@@ -76,11 +76,20 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
   sync_replicas=K (ps/worker only) wraps the optimizer in SyncReplicasOptimizer aggregating K
   gradients per update, which then also updates the EMA (always from the updated weights);
   `hooks` must go to the session. loss_scale (fp16): each tower differentiates its loss times
-  this and divides its gradients by it again (cifar10.precision).
+  this and divides its gradients by it again (cifar10.precision); with precision.DYNAMIC the
+  scale lives in the variables `loss_scale` and `loss_scale_good_steps` and a step with
+  non-finite gradients updates no weight.
   """
   initial_values = model.initial_values(seed)
+  dynamic = loss_scale == precision.DYNAMIC
   with tf.device("/cpu:0"):
     global_step = v1.train.get_or_create_global_step()
+    if dynamic:
+      scale_var = v1.get_variable("loss_scale", initializer=tf.constant(
+          precision.DYNAMIC_INITIAL_SCALE, tf.float32), trainable=False)
+      good_var = v1.get_variable("loss_scale_good_steps", initializer=tf.constant(
+          0, tf.int64), trainable=False)
+      loss_scale = scale_var.read_value()  # read by every tower before this step's update
     lr = schedule.learning_rate(global_step, decay_steps, hparams)
     opt = v1.train.GradientDescentOptimizer(lr)
     image_slices = tf.split(images, len(devices))
@@ -102,6 +111,10 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
         tower_losses.append(loss)
   with tf.device("/cpu:0"):
     grads = average_gradients(tower_grads)
+    if dynamic:
+      finite = precision.all_finite([g for g, _ in grads])
+      grads = list(zip(precision.skipped_if_not(finite, [g for g, _ in grads]),
+                       [v for _, v in grads]))
     loss = losses.check_finite(tf.add_n(tower_losses) / len(devices))
     ema = v1.train.ExponentialMovingAverage(hparams.moving_average_decay, global_step)
     hooks = []
@@ -125,6 +138,11 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
     with tf.control_dependencies([loss]):
       loss_averages = {n: losses.average_update(_summary_variable(n + "/avg"), terms[n])
                        for n in losses.LOSS_TERMS}
+    if dynamic:  # after the update and the EMA, as in strategies.step
+      with tf.control_dependencies([train_op]):
+        new_scale, new_good = precision.next_scale(scale_var.read_value(),
+                                                   good_var.read_value(), finite)
+        train_op = tf.group(scale_var.assign(new_scale), good_var.assign(new_good))
     train_op = tf.group(train_op, *loss_averages.values())
     # After the step, so the weight histograms show the updated weights as in TF2.
     with tf.control_dependencies([train_op]):

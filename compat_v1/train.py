@@ -61,6 +61,9 @@ def main(values):
   train_config = options.train_config(values)
   task = _task(values)
   peer_timeout_secs = options.peer_timeout_secs(values)
+  if task.cluster and train_config.scale == "dynamic":
+    raise UsageError("--loss_scale=dynamic applies to single-machine runs (its state is "
+                     "updated by each step); give a power of two for a ps/worker job")
   if task.cluster and train_config.profile_steps:
     raise UsageError("--profile_steps applies to single-machine runs (profile a ps/worker "
                      "task with tf.profiler.experimental.client.trace)")

@@ -73,8 +73,10 @@ def define_train_flags(fv):
                       "averages and updates stay float32).", flag_values=fv)
   flags.DEFINE_bool("use_fp16", False, "The original's name for --precision=fp16.",
                     flag_values=fv)
-  flags.DEFINE_float("loss_scale", t("loss_scale"), "fp16: the loss scale of a tower's loss, "
-                     f"a power of two (default {config.DEFAULT_LOSS_SCALE:g}).", flag_values=fv)
+  flags.DEFINE_string("loss_scale", t("loss_scale"), "fp16: the loss scale of a tower's "
+                      f"loss, a power of two (default {config.DEFAULT_LOSS_SCALE:g}), or "
+                      "'dynamic' (halved on overflow, the step skipped; doubled after 2000 "
+                      "good steps).", flag_values=fv)
   flags.DEFINE_float("learning_rate", t("learning_rate"), "Initial learning rate.",
                      flag_values=fv)
   flags.DEFINE_bool("decay_steps_per_global_batch", t("decay_steps_per_global_batch"),

@@ -46,7 +46,8 @@ class Trainer:
     self.decay_steps = decay_steps
     self.hparams = hparams
     self.compute_dtype = compute_dtype
-    self.loss_scale = loss_scale  # of a tower's loss (cifar10.precision), or None
+    self.loss_scale = loss_scale  # of a tower's loss (cifar10.precision): None, a float, DYNAMIC
+    self.dynamic = loss_scale == precision.DYNAMIC
     self.ema_reads = ema_reads
     # Whether train_step returns what write_summaries needs (not under ParameterServerStrategy,
     # whose coordinator would fetch it from the workers and writes its own summaries).
@@ -64,6 +65,11 @@ class Trainer:
       # starts them at 0 again, as the original's did).
       self.loss_averages = {n: tf.Variable(0.0, trainable=False, name=n + "/avg")
                             for n in losses.LOSS_TERMS}
+      if self.dynamic:  # the dynamic loss scale's state, checkpointed
+        self.scale = tf.Variable(precision.DYNAMIC_INITIAL_SCALE, trainable=False,
+                                 name="loss_scale")
+        self.good_steps = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                      name="loss_scale_good_steps")
     self.averages = {n: _join(v, [self.ema.average(s) for s in _parts(v)])
                      for n, v in self.params.items()}
     # With jit_compile, XLA compiles each replica's forward and backward pass.
@@ -105,29 +111,35 @@ class Trainer:
     """Loss and gradients of one replica; the all-reduce sums the gradients and `extra`.
     Also returns the tower terms and activations the original summarised."""
     ctx = tf.distribute.get_replica_context()
-    scale = (None if self.loss_scale is None else
-             precision.replica_scale(self.loss_scale, ctx.num_replicas_in_sync))
+    tower_scale = self.scale.read_value() if self.dynamic else self.loss_scale
+    scale = (None if tower_scale is None else
+             precision.replica_scale(tower_scale, ctx.num_replicas_in_sync))
     loss, grads, terms, activations = self.forward_backward(
         images, labels, ctx.num_replicas_in_sync, scale)
     # identity: a copy on this replica's device (the input lives on the host, and the
     # all-reduce takes its destinations from where its values are).
     extra = [tf.identity(x) for x in extra]
     reduced = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads + extra)
-    grads = precision.unscaled(reduced[:len(grads)], scale)  # the sum, as the towers' mean
-    return loss, grads + reduced[len(grads):], terms, activations
+    # The sum, as the towers' mean: unscaled once.
+    grads, extra = precision.unscaled(reduced[:len(grads)], scale), reduced[len(grads):]
+    finite = tf.constant(True)
+    if self.dynamic:  # the same sums on every replica, so the same decision on each
+      finite = precision.all_finite(grads)
+      grads = precision.skipped_if_not(finite, grads)
+    return loss, grads + extra, terms, activations, finite
 
   def gradients(self, images, labels):
     """(global loss, all-reduced gradients as per-replica values) for one distributed batch.
 
     The gradients follow `self.shards`: one per weight unless the weights are partitioned.
     """
-    loss, grads, _, _ = self.strategy.run(self._replica_gradients, args=(images, labels))
+    loss, grads, _, _, _ = self.strategy.run(self._replica_gradients, args=(images, labels))
     return self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None), grads
 
   def _step(self, iterator, stop):
     images, labels = next(iterator)
-    _, reduced, terms, activations = self.strategy.run(self._replica_gradients,
-                                                       args=(images, labels, stop))
+    _, reduced, terms, activations, finite = self.strategy.run(self._replica_gradients,
+                                                               args=(images, labels, stop))
     # The loss reported and checked is the towers' (mean of the replicas' tower losses): the
     # same value as compat_v1 reports, to the bit. (The sum of the replica losses that the
     # gradients come from is the same number up to float32 rounding.)
@@ -145,6 +157,12 @@ class Trainer:
       self.global_step.assign_add(1)
       if self.ema_reads == "updated":
         self._apply_ema()
+      if self.dynamic:
+        new_scale, new_good = precision.next_scale(
+            self.scale.read_value(), self.good_steps.read_value(),
+            self.strategy.experimental_local_results(finite)[0])
+        self.scale.assign(new_scale)
+        self.good_steps.assign(new_good)
       # The original's summaries come from its last tower: here, the last local replica.
       last = lambda value: self.strategy.experimental_local_results(value)[-1]
       terms = {n: last(v) for n, v in terms.items()}
@@ -219,9 +237,12 @@ class Trainer:
     return tf.reduce_all(tf.stack(values))
 
   def checkpoint(self):
-    """Weights, EMA shadows and global step. Plain SGD has no slot state to save."""
+    """Weights, EMA shadows, global step and a dynamic loss scale's state. Plain SGD has no
+    slot state to save."""
+    extra = ({"loss_scale": self.scale, "loss_scale_good_steps": self.good_steps}
+             if self.dynamic else {})
     return tf.train.Checkpoint(global_step=self.global_step, params=self.params,
-                               ema=self.averages)
+                               ema=self.averages, **extra)
 
 
 def _parts(var):

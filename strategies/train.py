@@ -44,6 +44,10 @@ def main(values):
   if values.steps_per_loop < 1:
     raise UsageError("--steps_per_loop must be a positive integer, got "
                      f"{values.steps_per_loop}")
+  if train_config.scale == "dynamic" and values.strategy == "parameter_server":
+    raise UsageError("--loss_scale=dynamic applies to mirrored, one_device and "
+                     "multi_worker_mirrored (asynchronous workers would update one scale "
+                     "out of step); give a power of two")
   if train_config.profile_steps and values.strategy == "parameter_server":
     raise UsageError("--profile_steps applies to mirrored, one_device and "
                      "multi_worker_mirrored (profile a parameter_server job's tasks with "

@@ -49,9 +49,10 @@ def test_an_explicit_power_of_two_scale_keeps_them_equal():
 @pytest.mark.parametrize("kwargs,message", [
     (dict(precision="fp8"), "--precision must be one of fp32, bf16, fp16, got 'fp8'"),
     (dict(precision="bf16", loss_scale=1024.0), "--loss_scale applies to --precision=fp16"),
-    (dict(precision="fp16", loss_scale=1000.0), "--loss_scale must be a power of two"),
-    (dict(precision="fp16", loss_scale=0.0), "--loss_scale must be a power of two"),
-    (dict(precision="fp16", loss_scale=float("inf")), "--loss_scale must be a power of two"),
+    (dict(precision="fp16", loss_scale=1000.0), "--loss_scale must be 'dynamic' or a power"),
+    (dict(precision="fp16", loss_scale=0.0), "--loss_scale must be 'dynamic' or a power"),
+    (dict(precision="fp16", loss_scale=float("inf")), "--loss_scale must be 'dynamic' or a"),
+    (dict(precision="fp16", loss_scale="adaptive"), "--loss_scale must be 'dynamic' or a"),
 ])
 def test_precision_settings_are_checked(kwargs, message):
   with pytest.raises(UsageError, match=message):
@@ -63,6 +64,9 @@ def test_the_scale_is_a_towers_and_fp16_only():
   assert config.TrainConfig(train_dir="x", precision="bf16").scale is None
   assert config.TrainConfig(train_dir="x", precision="fp16").scale == 2.0 ** 15
   assert config.TrainConfig(train_dir="x", precision="fp16", loss_scale=8.0).scale == 8.0
+  assert config.TrainConfig(train_dir="x", precision="fp16", loss_scale="1024").scale == 1024.0
+  assert config.TrainConfig(train_dir="x", precision="fp16", loss_scale="dynamic"
+                            ).scale == "dynamic"
 
 
 @pytest.mark.parametrize("flags,expected", [
@@ -86,3 +90,69 @@ def test_use_fp16_with_another_precision_is_one_line(trainer, tmp_path):
   assert result.returncode == 2
   assert helpers.error_line(result) == ("error: --use_fp16 means --precision=fp16, but "
                                         "--precision=bf16; give one of them")
+
+
+def _scale_state(train_dir):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(train_dir))
+  keys = reader.get_variable_to_shape_map()
+  pick = lambda name: next(k for k in (name, f"{name}/.ATTRIBUTES/VARIABLE_VALUE") if k in keys)
+  return (float(reader.get_tensor(pick("loss_scale"))),
+          int(reader.get_tensor(pick("loss_scale_good_steps"))))
+
+
+@pytest.mark.parametrize("n", [2, pytest.param(4, marks=pytest.mark.slow)])
+def test_dynamic_scaling_skips_and_halves_alike_in_both_trainers(n, tmp_path, monkeypatch):
+  from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top
+  from cifar10 import model  # pylint: disable=g-import-not-at-top
+  from cifar10 import precision  # pylint: disable=g-import-not-at-top
+  # A scale that overflows float16 at once (the loss gradient 2^20 / 4 > 65504): the first
+  # steps are skipped, each halving it, until it fits.
+  monkeypatch.setattr(precision, "DYNAMIC_INITIAL_SCALE", 2.0 ** 20)
+  devices = [f"/cpu:{i}" for i in range(n)]
+  states = {}
+  for steps in (1, 6):
+    for side in ("tf2", "v1"):
+      run = config.TrainConfig(train_dir=str(tmp_path / f"{side}{steps}"), dataset="synthetic",
+                               batch_size=4, max_steps=steps, seed=5, precision="fp16",
+                               loss_scale="dynamic")
+      if side == "tf2":
+        helpers.train_tf2(run, devices=devices, strategy="mirrored")
+      else:
+        helpers.train_v1(run, num_gpus=n)
+      states[side, steps] = (checkpoints.read(run.train_dir), _scale_state(run.train_dir))
+  # Step 0 overflowed: no weight moved, the scale halved.
+  first, (scale, good) = states["tf2", 1]
+  for name, value in model.initial_values(5).items():
+    np.testing.assert_array_equal(first.weights[name], value, err_msg=name)
+  assert (scale, good) == (2.0 ** 19, 0) and first.global_step == 1
+  # Six steps: the same weights, averages and scale state in both, some steps applied.
+  (a, a_scale), (b, b_scale) = states["tf2", 6], states["v1", 6]
+  assert a_scale == b_scale and a_scale[0] < 2.0 ** 19
+  for name in a.weights:
+    np.testing.assert_array_equal(a.weights[name], b.weights[name], err_msg=name)
+    np.testing.assert_array_equal(a.averages[name], b.averages[name], err_msg=name)
+  assert any(not np.array_equal(a.weights[k], first.weights[k]) for k in a.weights)
+
+
+def test_the_dynamic_scale_grows_after_enough_good_steps():
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from cifar10 import precision  # pylint: disable=g-import-not-at-top
+  good = tf.constant(precision.DYNAMIC_GROWTH_STEPS - 1, tf.int64)
+  scale, steps = precision.next_scale(tf.constant(8.0), good, tf.constant(True))
+  assert (float(scale), int(steps)) == (16.0, 0)
+  scale, steps = precision.next_scale(tf.constant(8.0), good, tf.constant(False))
+  assert (float(scale), int(steps)) == (4.0, 0)
+  scale, _ = precision.next_scale(tf.constant(1.0), good, tf.constant(False))
+  assert float(scale) == 1.0
+
+
+@pytest.mark.parametrize("args,message", [
+    (("strategies.train", "--strategy=parameter_server"), "--loss_scale=dynamic applies to"),
+    (("compat_v1.train", "--job_name=worker", "--ps_hosts=127.0.0.1:2",
+      "--worker_hosts=127.0.0.1:3"), "--loss_scale=dynamic applies to single-machine runs"),
+])
+def test_dynamic_scaling_in_asynchronous_jobs_is_one_line(args, message, tmp_path):
+  result = helpers.call(*args, "--precision=fp16", "--loss_scale=dynamic",
+                        "--dataset=synthetic", f"--train_dir={tmp_path}")
+  assert result.returncode == 2 and message in helpers.error_line(result)
