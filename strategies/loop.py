@@ -176,10 +176,11 @@ def _train(config, strategy, dataset, on_step, save_dir, chief, steps_per_loop, 
       profile.before(step)
       # With k > 1 the failing step is the first not applied: the global step after the call.
       failed_at = step if k == 1 else lambda: int(trainer.global_step.numpy())
+      summarise = chief and step % config.save_summaries_steps == 0  # then k is 1
       with errors.loss_checked(failed_at, lambda: last_checkpoint(config)):
         loss, lr, stopping, record, last_loss, last_lr = trainer.train_steps(
-            iterator, k, bool(stop_requested))
-      if chief and step % config.save_summaries_steps == 0:
+            iterator, k, bool(stop_requested), record=summarise)
+      if summarise:
         trainer.write_summaries(step, loss, lr, record)
       logger.after_step(step, lambda: loss)
       if k > 1:

@@ -75,7 +75,12 @@ class Trainer:
     # With jit_compile, XLA compiles each replica's forward and backward pass.
     self.forward_backward = (tf.function(self._forward_backward, jit_compile=True)
                              if jit_compile else self._forward_backward)
-    self.step_fn = tf.function(self._step)  # the compiled step, for ClusterCoordinator.schedule
+    # The compiled step (also for ClusterCoordinator.schedule, which takes a function of
+    # exactly the arguments it is given).
+    self.step_fn = tf.function(self._recording_step)
+    # The same step returning nothing for summaries: the activations and gradients it would
+    # return (19 MB at batch 128) cost a copy out of the function on every step.
+    self.quiet_step_fn = tf.function(self._quiet_step)
     self.steps_fn = tf.function(self._steps)
 
   @property
@@ -136,7 +141,13 @@ class Trainer:
     loss, grads, _, _, _ = self.strategy.run(self._replica_gradients, args=(images, labels))
     return self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None), grads
 
-  def _step(self, iterator, stop):
+  def _recording_step(self, iterator, stop):
+    return self._step(iterator, stop, record=True)
+
+  def _quiet_step(self, iterator, stop):
+    return self._step(iterator, stop, record=False)
+
+  def _step(self, iterator, stop, record=True):
     images, labels = next(iterator)
     _, reduced, terms, activations, finite = self.strategy.run(self._replica_gradients,
                                                                args=(images, labels, stop))
@@ -168,11 +179,12 @@ class Trainer:
       terms = {n: last(v) for n, v in terms.items()}
       loss_averages = {n: losses.average_update(self.loss_averages[n], terms[n])
                        for n in losses.LOSS_TERMS}
-    record = {}
-    if self.summary_outputs:
+    if record and self.summary_outputs:
       record = {"terms": terms, "averages": loss_averages,
                 "activations": {n: last(v) for n, v in activations.items()},
                 "gradients": [self.strategy.experimental_local_results(g)[0] for g in grads]}
+    else:
+      record = {}
     # The reduced request is the same on every replica; > 0 if any replica anywhere asked.
     return loss, lr, self.strategy.experimental_local_results(stop)[0] > 0, record
 
@@ -181,10 +193,10 @@ class Trainer:
     Returns the first step's (loss, lr, stop flag, record), then the last step's loss and lr.
     Each step is the graph of `_step`; a failed loss check ends the call at that step, with
     the steps before it applied."""
-    loss, lr, stopping, record = self._step(iterator, stop)
+    loss, lr, stopping, record = self._step(iterator, stop, record=False)
     last_loss, last_lr = loss, lr
     for _ in tf.range(more):
-      last_loss, last_lr, _, _ = self._step(iterator, stop)
+      last_loss, last_lr, _, _ = self._step(iterator, stop, record=False)
     return loss, lr, stopping, record, last_loss, last_lr
 
   def write_summaries(self, step, loss, lr, record):
@@ -211,21 +223,23 @@ class Trainer:
     with self.strategy.scope():  # EMA looks its shadows up by the scoped variables.
       self.ema.apply(self.shards)
 
-  def train_step(self, iterator, stop_requested=False):
+  def train_step(self, iterator, stop_requested=False, record=True):
     """One synchronous step; returns (global loss, learning rate used, whether to stop,
-    the values write_summaries needs: {} without summary_outputs).
+    the values write_summaries needs: {} without summary_outputs or `record`).
 
     `stop_requested` is this process's wish to stop after the step; the returned flag is
     the wish of any process of the job, the same on all of them.
     """
-    return self.step_fn(iterator, tf.constant(float(stop_requested)))
+    fn = self.step_fn if record else self.quiet_step_fn
+    return fn(iterator, tf.constant(float(stop_requested)))
 
-  def train_steps(self, iterator, steps, stop_requested=False):
+  def train_steps(self, iterator, steps, stop_requested=False, record=False):
     """`steps` synchronous steps in one call; returns train_step's four values for the first
-    step, then the loss and learning rate of the last. One step runs train_step's function."""
+    step, then the loss and learning rate of the last. One step runs train_step's function;
+    only a call of one step returns a record (for summaries)."""
     if steps == 1:
-      loss, lr, stopping, record = self.train_step(iterator, stop_requested)
-      return loss, lr, stopping, record, loss, lr
+      loss, lr, stopping, out = self.train_step(iterator, stop_requested, record)
+      return loss, lr, stopping, out, loss, lr
     return self.steps_fn(iterator, tf.constant(float(stop_requested)),
                          tf.constant(steps - 1, tf.int32))
 

@@ -66,9 +66,10 @@ def test_log_device_placement_shows_each_replica_on_its_device(runs, trainer, pr
   convs = [(name, device) for name, kind, device in PLACED.findall(PLACEMENTS[trainer])
            if kind == "Conv2D"]
   # Two conv layers per replica; replica/tower 1's are named after it and run on CPU:1.
-  on_1 = sorted(name for name, device in convs if device == "CPU:1")
-  assert on_1 == [f"{prefix}1/Conv2D", f"{prefix}1/Conv2D_1"], convs
-  assert sum(device == "CPU:0" for _, device in convs) == 2, convs
+  # (TF2 places each compiled form of the step: with summary outputs and without.)
+  on_1 = {name for name, device in convs if device == "CPU:1"}
+  assert on_1 == {f"{prefix}1/Conv2D", f"{prefix}1/Conv2D_1"}, convs
+  assert len({name for name, device in convs if device == "CPU:0"}) == 2, convs
 
 
 def test_same_flags_write_bit_identical_checkpoints(runs):
