@@ -9,6 +9,7 @@ from tests import helpers
 FLAGS = ("--dataset=synthetic", "--batch_size=4", "--max_steps=3", "--num_gpus=2")
 
 
+@pytest.mark.slow
 def test_xla_steps_follow_the_plain_steps_closely(tmp_path):
   from strategies import loop  # pylint: disable=g-import-not-at-top
   for name, extra in (("plain", ()), ("xla", ("--jit_compile",))):

@@ -31,7 +31,7 @@ def _equal(precision, n, **overrides):
 @pytest.mark.parametrize("precision,n", [
     ("fp16", 2),
     pytest.param("fp16", 4, marks=pytest.mark.slow),
-    ("bf16", 2),
+    pytest.param("bf16", 2, marks=pytest.mark.slow),
     pytest.param("bf16", 4, marks=pytest.mark.slow),
 ])
 def test_both_trainers_write_the_same_bits_in_each_precision(precision, n):
@@ -101,7 +101,8 @@ def _scale_state(train_dir):
           int(reader.get_tensor(pick("loss_scale_good_steps"))))
 
 
-@pytest.mark.parametrize("n", [2, pytest.param(4, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [2, 4])
 def test_dynamic_scaling_skips_and_halves_alike_in_both_trainers(n, tmp_path, monkeypatch):
   from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top
   from cifar10 import model  # pylint: disable=g-import-not-at-top

@@ -64,6 +64,7 @@ def test_k_steps_per_call_write_the_run_of_one_step_per_call(tmp_path):
     assert summaries_4[tag] == values, tag
 
 
+@pytest.mark.slow
 def test_a_nan_inside_a_call_names_the_step_it_happened_at(tmp_path):
   stops = []
   for k in (1, 4):
