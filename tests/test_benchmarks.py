@@ -28,20 +28,20 @@ def test_bad_flags_are_one_line(flags, expected):
 
 @pytest.mark.slow
 def test_a_run_prints_and_writes_each_kind_against_v1(tmp_path):
-  result = helpers.run("benchmarks.throughput", "--num_gpus=1", "--kinds=v1,tf2_loop,bare_step",
+  result = helpers.run("benchmarks.throughput", "--num_gpus=1", "--kinds=v1,bare_step",
                        "--batch_size=8", "--steps=2", "--warmup=2", "--steps_per_loop=2",
                        f"--out={tmp_path}")
   assert result.returncode == 0, result.stderr[-3000:]
   written = json.loads((tmp_path / "results.json").read_text())
   assert written["flops_per_example"] == 105295104 and written["peak_gflops"] > 0
   rows = {r["kind"]: r for r in written["rows"]}
-  assert sorted(rows) == ["bare_step", "tf2_loop", "v1"]
+  assert sorted(rows) == ["bare_step", "v1"]
   assert rows["v1"]["ratio_to_v1"] == 1.0
   for row in rows.values():
     assert row["examples_per_sec"] > 0 and row["n"] == 1 and row["precision"] == "fp32"
     share = 100 * row["examples_per_sec"] * 105295104 / (written["peak_gflops"] * 1e9)
     assert row["percent_of_peak"] == pytest.approx(share)
   lines = [line for line in result.stdout.splitlines() if line.strip().startswith("fp32")]
-  assert len(lines) == 3
-  for line, label in zip(lines, (" v1 ", " TF2 K ", " bare step ")):
+  assert len(lines) == 2
+  for line, label in zip(lines, (" v1 ", " bare step ")):
     assert label in line, line

@@ -6,7 +6,7 @@ import pytest
 from cifar10 import checkpoints
 from tests import helpers
 
-FLAGS = ("--dataset=synthetic", "--batch_size=4", "--max_steps=3", "--num_gpus=2")
+FLAGS = ("--dataset=synthetic", "--batch_size=4", "--max_steps=3")
 
 
 @pytest.mark.slow
