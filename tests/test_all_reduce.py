@@ -17,7 +17,8 @@ FLAGS = ("--dataset=synthetic", "--batch_size=4", "--max_steps=2", "--num_gpus=2
 @pytest.mark.slow
 def test_the_explicit_sum_on_one_device_is_what_auto_runs_on_cpus(tmp_path):
   for name, flag in (("auto", "--all_reduce=auto"), ("one", "--all_reduce=reduce_to_one_device")):
-    result = helpers.call("strategies.train", *FLAGS, flag, f"--train_dir={tmp_path / name}")
+    result = helpers.call("strategies.train", *FLAGS, "--max_steps=1", flag,
+                          f"--train_dir={tmp_path / name}")
     assert result.returncode == 0, result.stderr[-2000:]
   auto, one = (checkpoints.read(str(tmp_path / n)) for n in ("auto", "one"))
   for name in auto.weights:

@@ -28,16 +28,15 @@ def _equal(precision, n, **overrides):
   return tf2
 
 
-# N = 2 and 4 sum in replica order differently (the unscaling before or after the sum made
-# a difference only at N = 4); N = 1 has no sum.
+# fp16 at N = 4: where unscaling before or after the sum made a difference; N = 1 has no sum.
 @pytest.mark.parametrize("precision,n,overrides", [
     ("fp16", 2, {}),
     pytest.param("fp16", 4, {"loss_scale": 1024.0}, marks=pytest.mark.slow),
-    pytest.param("bf16", 4, {}, marks=pytest.mark.slow),
+    pytest.param("bf16", 2, {}, marks=pytest.mark.slow),
 ])
 def test_both_trainers_write_the_same_bits_in_each_precision(precision, n, overrides):
   run = _equal(precision, n, **overrides)
-  if n == 2:  # not the float32 run: the compute dtype did change the numbers
+  if not overrides:  # not the float32 run: the compute dtype did change the numbers
     fp32 = runs.tf2_train(n, 5, STEPS, BATCH, DECAY)
     assert any(not np.array_equal(run.variables[k], fp32.variables[k]) for k in run.variables)
 
