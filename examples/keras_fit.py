@@ -29,6 +29,12 @@ def main(values):
   train_config = options.train_config(values)
   if train_config.init_from:
     raise UsageError("--init_from is not supported by keras_fit; use strategies.train")
+  if train_config.loss_scale is not None:
+    raise UsageError("--loss_scale is not supported by keras_fit (its float16 runs without "
+                     "loss scaling, as the original's --use_fp16 did); use strategies.train")
+  if train_config.profile_steps:
+    raise UsageError("--profile_steps is not supported by keras_fit (use Keras's "
+                     "TensorBoard(profile_batch=...)); use strategies.train")
   if train_config.ema_reads != "updated":
     raise UsageError("--ema_reads is not supported by keras_fit (it keeps no moving "
                      "averages); use strategies.train")

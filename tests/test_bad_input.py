@@ -127,9 +127,13 @@ def test_unknown_and_malformed_flags_are_one_line(binary):
     ("examples.model_parallel", "--steps=0", "--steps and --batch_size must be positive"),
     ("examples.keras_two_outputs", "--vehicle_weight=-1", "--vehicle_weight must be >= 0"),
     ("examples.keras_fit", "--init_from=/tmp", "--init_from is not supported by keras_fit"),
+    # Before: both were accepted and silently ignored.
+    ("examples.keras_fit", "--precision=fp16 --loss_scale=1024",
+     "--loss_scale is not supported by keras_fit"),
+    ("examples.keras_fit", "--profile_steps=1,2", "--profile_steps is not supported by keras_fit"),
 ])
 def test_example_binaries_refuse_bad_flags_in_one_line(binary, flag, expected):
-  _check(helpers.call(binary, "--dataset=synthetic", flag), expected)
+  _check(helpers.call(binary, "--dataset=synthetic", *flag.split()), expected)
 
 
 def test_help_lists_the_flags_a_binary_takes():
