@@ -31,7 +31,6 @@ import tensorflow as tf
 
 from cifar10.config import DEFAULT_LOSS_SCALE
 from cifar10.config import DYNAMIC_LOSS_SCALE as DYNAMIC
-from cifar10.config import PRECISIONS  # pylint: disable=unused-import  # re-exported
 
 COMPUTE_DTYPES = {"fp32": tf.float32, "bf16": tf.bfloat16, "fp16": tf.float16}
 DYNAMIC_INITIAL_SCALE = DEFAULT_LOSS_SCALE

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from cifar10 import errors
 from cifar10 import input_pipeline
+from cifar10 import precision
 from examples import keras_model
 from harness import ownership
 
@@ -108,7 +109,7 @@ def _fit(config, strategy, extra_callbacks):
   net = keras_model.build(
       strategy, seed=config.seed, hparams=config.hparams,
       decay_steps=config.steps_between_decays(n),
-      compute_dtype={"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}[config.precision])
+      compute_dtype=precision.compute_dtype(config.precision).name)
   path, start = restore_latest(net, config.train_dir)
   if path:
     logging.info("Resumed from %s at step %d", path, start)
