@@ -77,7 +77,21 @@ def last_checkpoint(config):
 def distributed_input(config, strategy, source, start):
   """An iterator of distributed global batches of the shared stream, from step `start`."""
   n = strategy.num_replicas_in_sync
-  workers = n // len(strategy.extended.worker_devices)
+  replica_devices = strategy.extended.worker_devices
+  workers = n // len(replica_devices)
+  if workers == 1 and all("CPU" in d.upper() for d in replica_devices):
+    # Replicas on this host's CPUs: one pipeline per replica, each making its rows of the
+    # global batch, read where it is made. The default (one pipeline, its batches split
+    # and sent through a MultiDeviceIterator) costs a copy per replica and stalls up to
+    # 3.7 s when the iterator is deleted mid-prefetch (measured; BENCHMARKS.md).
+    options = tf.distribute.InputOptions(
+        experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
+        experimental_fetch_to_device=False)
+    return iter(strategy.distribute_datasets_from_function(
+        lambda ctx: input_pipeline.train_dataset(
+            source, seed=config.seed, global_batch_size=config.global_batch_size(n),
+            start_step=start, shard=(ctx.input_pipeline_id, ctx.num_input_pipelines)),
+        options))
   if workers == 1:
     dataset = input_pipeline.train_dataset(source, seed=config.seed,
                                            global_batch_size=config.global_batch_size(n),

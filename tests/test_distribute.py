@@ -4,10 +4,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from cifar10 import config
 from cifar10 import input_pipeline as ip
 from cifar10 import model
 from cifar10.errors import UsageError
 from strategies import devices as tf2_devices
+from strategies import loop
 from strategies.step import Trainer
 
 GLOBAL_BATCH = 16
@@ -35,17 +37,22 @@ def _mirrored_gradients(n, images, labels, seed):
 
 @pytest.mark.parametrize("n", [2, 4])
 def test_each_replica_gets_its_contiguous_slice_of_the_global_batch(n):
-  images, labels = _global_batch()
+  # The loop's input (one pipeline per CPU replica), from a resumed step on: replica r's
+  # batch is rows [r*B/n, (r+1)*B/n) of the one-machine global batch of that step.
+  cfg = config.TrainConfig(train_dir="unused", dataset="synthetic", seed=9,
+                           batch_size=GLOBAL_BATCH // n)
   strategy = tf2_devices.get_strategy("mirrored", _devices(n))
-  dist = strategy.experimental_distribute_dataset(
-      tf.data.Dataset.from_tensors((images, labels)))
-  x, y = next(iter(dist))
+  source = ip.synthetic_source(9)
+  iterator = loop.distributed_input(cfg, strategy, source, start=3)
+  stream = iter(ip.train_dataset(source, seed=9, global_batch_size=GLOBAL_BATCH, start_step=3))
   per = GLOBAL_BATCH // n
-  for r, (xr, yr) in enumerate(zip(strategy.experimental_local_results(x),
-                                   strategy.experimental_local_results(y))):
-    assert xr.device.endswith(f"CPU:{r}")
-    np.testing.assert_array_equal(xr.numpy(), images[r * per:(r + 1) * per].numpy())
-    np.testing.assert_array_equal(yr.numpy(), labels[r * per:(r + 1) * per].numpy())
+  for _ in range(2):
+    images, labels = next(stream)
+    x, y = next(iterator)
+    for r, (xr, yr) in enumerate(zip(strategy.experimental_local_results(x),
+                                     strategy.experimental_local_results(y))):
+      np.testing.assert_array_equal(xr.numpy(), images[r * per:(r + 1) * per].numpy())
+      np.testing.assert_array_equal(yr.numpy(), labels[r * per:(r + 1) * per].numpy())
 
 
 @pytest.mark.parametrize("n", [2, 4])
