@@ -4,6 +4,7 @@ import glob
 
 import pytest
 
+from benchmarks import profile_ops
 from cifar10 import config
 from cifar10.errors import UsageError
 from harness import profiling
@@ -20,6 +21,21 @@ def test_a_profile_of_the_steps_asked_for_is_written(trainer, tmp_path):
   assert "Profiling steps 1..2" in result.stderr
   profiles = glob.glob(f"{tmp_path}/plugins/profile/*/*.xplane.pb")
   assert len(profiles) == 1, profiles
+  # Exactly steps 1 and 2 are in it, with the model's kernels and nothing between the
+  # steps that takes longer than a step.
+  profile = profile_ops.read(str(tmp_path))
+  assert profile.steps == 2
+  assert any("Conv2D" in kind for kind in profile.op_ms), sorted(profile.op_ms)
+  assert profile.op_ms["LRN"] > 0 and profile.op_ms["LRNGrad"] > 0
+  assert len(profile.gap_ms) == 1 and 0 <= profile.gap_ms[0] < profile.step_ms[1]
+  table = profile_ops.table({"run": profile})
+  assert table[1].split() == ["steps", "profiled", "2"]
+
+
+def test_reading_a_train_dir_without_a_profile_is_one_line(tmp_path, capsys):
+  assert profile_ops.main(["profile_ops", str(tmp_path)]) == 1
+  assert capsys.readouterr().err == (f"Error: no profile under {tmp_path}/plugins/profile; "
+                                     "run the trainer with --profile_steps=A,B first\n")
 
 
 def test_with_steps_per_loop_the_profile_starts_and_ends_between_calls():
