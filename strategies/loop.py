@@ -79,9 +79,10 @@ def distributed_input(config, strategy, source, start):
   n = strategy.num_replicas_in_sync
   replica_devices = strategy.extended.worker_devices
   workers = n // len(replica_devices)
-  if workers == 1 and all("CPU" in d.upper() for d in replica_devices):
+  if (workers == 1 and isinstance(strategy, tf.distribute.MirroredStrategy)
+      and all("CPU" in d.upper() for d in replica_devices)):
     # Replicas on this host's CPUs: one pipeline per replica, each making its rows of the
-    # global batch, read where it is made. The default (one pipeline, its batches split
+    # global batch, read where it is made (MirroredStrategy only has this mode). The default (one pipeline, its batches split
     # and sent through a MultiDeviceIterator) costs a copy per replica and stalls up to
     # 3.7 s when the iterator is deleted mid-prefetch (measured; BENCHMARKS.md).
     options = tf.distribute.InputOptions(
@@ -146,7 +147,7 @@ def run(config, strategy, dataset=None, on_step=None, steps_per_loop=1, jit_comp
   # removes what its predecessor left (the temp dir would keep it forever).
   chief = strategy.extended.should_checkpoint
   if chief:
-    with ownership.own(config.train_dir):  # one run per train_dir
+    with ownership.own_run(config, strategy.num_replicas_in_sync):  # one run per train_dir
       return _train(config, strategy, dataset, on_step, config.train_dir, chief,
                     steps_per_loop, jit_compile)
   save_dir = os.path.join(config.train_dir,
@@ -215,7 +216,7 @@ def _train(config, strategy, dataset, on_step, save_dir, chief, steps_per_loop, 
       if stopping:
         writer.flush()
         raise errors.stopped(done, os.path.join(config.train_dir, f"ckpt-{done}"),
-                             stop_requested.signal)
+                             stop_requested.signal, config.preemption_exit_code)
       step = done
   writer.flush()
   logging.info("Done: step %d, checkpoint %s", config.max_steps, last_checkpoint(config))
