@@ -9,6 +9,7 @@ import dataclasses
 import math
 from typing import Optional
 
+from cifar10.errors import PREEMPTED_EXIT_STATUS
 from cifar10.errors import UsageError
 from cifar10.hparams import DEFAULT
 
@@ -109,6 +110,8 @@ class TrainConfig:
   init_from: Optional[str] = None  # a checkpoint of either trainer to start from
   ema_reads: str = "updated"  # one of EMA_READS
   profile_steps: Optional[tuple] = None  # (A, B): profile 0-based steps A..B
+  preemption_exit_code: int = PREEMPTED_EXIT_STATUS  # the exit status after a SIGTERM save
+  override_run_config: bool = False  # resume train_dir's run with other settings on purpose
 
   def __post_init__(self):
     if not self.train_dir:
@@ -142,6 +145,9 @@ class TrainConfig:
         len(self.profile_steps) == 2 and 0 <= self.profile_steps[0] <= self.profile_steps[1]):
       raise UsageError(f"--profile_steps must be A,B with 0 <= A <= B, got "
                        f"{self.profile_steps}")
+    if not 3 <= self.preemption_exit_code <= 255:
+      raise UsageError("--preemption_exit_code must be in 3..255 (0 is success, 1 a crash, 2 "
+                       f"a usage error), got {self.preemption_exit_code}")
     if self.ema_reads not in EMA_READS:
       raise UsageError(f"--ema_reads must be one of {', '.join(EMA_READS)}, got "
                        f"{self.ema_reads!r}")

@@ -1,14 +1,16 @@
 """The exceptions entry points turn into one line and a non-zero exit (no traceback).
 
 UsageError: something is wrong (exit status 2). Stopped: the run was asked to stop (SIGTERM,
-a preemption notice) and saved a checkpoint first; the same command continues it (exit status
-STOPPED_EXIT_STATUS, 42, TensorFlow's own restart code for PreemptionCheckpointHandler, so a
-cluster manager can tell "restart me" from a failure).
+a preemption notice) and saved a checkpoint first; the same command continues it. Its exit
+status is --preemption_exit_code, by default PREEMPTED_EXIT_STATUS: 143, what a process
+killed by SIGTERM reports (128 + 15). Restart policies read that range as "retry": Kubeflow's
+TFJob `restartPolicy: ExitCode` restarts a pod on 128-255 and gives up on 1-127, so the 42 of
+TensorFlow's PreemptionCheckpointHandler would end a preempted job for good there.
 """
 
 import contextlib
 
-STOPPED_EXIT_STATUS = 42
+PREEMPTED_EXIT_STATUS = 143
 # The message of the loss check both training steps run (losses.check_finite); TensorFlow
 # reports a failed check as an InvalidArgumentError carrying it; `loss_checked` finds it.
 NON_FINITE_CHECK = "loss is not finite"
@@ -78,17 +80,17 @@ def cannot_resume(path, error):
 
 class Stopped(Exception):
   """The run stopped on request after saving a checkpoint; the message says where. `status`:
-  the exit status (STOPPED_EXIT_STATUS after SIGTERM, 130 after Ctrl-C)."""
+  the exit status (the run's preemption_exit_code after SIGTERM, 130 after Ctrl-C)."""
 
-  def __init__(self, message, status=STOPPED_EXIT_STATUS):
+  def __init__(self, message, status=PREEMPTED_EXIT_STATUS):
     super().__init__(message)
     self.status = status
 
 
-def stopped(step, path, by="SIGTERM"):
+def stopped(step, path, by="SIGTERM", status=PREEMPTED_EXIT_STATUS):
   """Stopped after signal `by` ("SIGTERM", "SIGINT" or None), with the checkpoint of `step`
-  at `path`."""
+  at `path`; `status`: the exit status unless by Ctrl-C (130)."""
   # by None: a worker stopped with its peers, whose request it learned in the all-reduce.
   what = {"SIGINT": "Ctrl-C", None: "a peer's stop request"}.get(by, by)
   return Stopped(f"{what} after step {step}; saved {path}; run the same command again to "
-                 "continue", 130 if by == "SIGINT" else STOPPED_EXIT_STATUS)
+                 "continue", 130 if by == "SIGINT" else status)

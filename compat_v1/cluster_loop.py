@@ -79,7 +79,8 @@ def run(config, devices, proto, task, sync_replicas=False, peer_timeout_secs=300
     serve(cluster, job, index, proto)
     return
   if index == 0:  # the chief writes train_dir: one run per train_dir
-    with ownership.own(config.train_dir):
+    workers = cluster.num_tasks("worker")
+    with ownership.own_run(config, len(devices) * workers):
       _work(config, devices, proto, cluster, index, sync_replicas, peer_timeout_secs)
   else:
     _work(config, devices, proto, cluster, index, sync_replicas, peer_timeout_secs)
@@ -162,6 +163,6 @@ def _work(config, devices, proto, cluster, index, sync_replicas, peer_timeout_se
   if stop_requested and step < config.max_steps:
     path = last()
     raise errors.stopped(int(path.rsplit("-", 1)[1]) if path else step, path,
-                         stop_requested.signal)
+                         stop_requested.signal, config.preemption_exit_code)
   logging.info("worker:%d done at global step %d after %d local steps", index, step,
                local_steps)

@@ -98,7 +98,7 @@ def run(config, devices, session_config, dataset=None, on_step=None):
   Raises UsageError on bad data, errors.NonFiniteLoss on a NaN/Inf loss (nothing of that
   step applied or saved) and errors.Stopped after saving on SIGTERM.
   """
-  with ownership.own(config.train_dir):  # one run per train_dir
+  with ownership.own_run(config, len(devices)):  # one run per train_dir
     return _run(config, devices, session_config, dataset, on_step)
 
 
@@ -158,7 +158,8 @@ def _run(config, devices, session_config, dataset, on_step):
           on_step(step, out[1], out[2])
         if stopping:
           b.writer.close()
-          raise errors.stopped(done, path, stop_requested.signal)
+          raise errors.stopped(done, path, stop_requested.signal,
+                               config.preemption_exit_code)
   b.writer.close()
   logging.info("Done: step %d, checkpoint %s", config.max_steps, last_checkpoint(config))
   return config.max_steps

@@ -13,8 +13,10 @@ optimizer's step count after each (keras-EPOCH.weights.h5, the newest
 step.
 """
 
-from cifar10.errors import UsageError
 from absl import flags
+
+from cifar10 import errors
+from cifar10.errors import UsageError
 
 from harness import cli
 from harness import options
@@ -35,6 +37,10 @@ def main(values):
   if train_config.profile_steps:
     raise UsageError("--profile_steps is not supported by keras_fit (use Keras's "
                      "TensorBoard(profile_batch=...)); use strategies.train")
+  if train_config.preemption_exit_code != errors.PREEMPTED_EXIT_STATUS:
+    raise UsageError("--preemption_exit_code is not supported by keras_fit (SIGTERM ends "
+                     "`fit` at once, status 143, keeping the last epoch's checkpoint); use "
+                     "strategies.train")
   if train_config.ema_reads != "updated":
     raise UsageError("--ema_reads is not supported by keras_fit (it keeps no moving "
                      "averages); use strategies.train")

@@ -100,7 +100,7 @@ class _TensorBoard(keras.callbacks.TensorBoard):
 def fit(config, strategy, callbacks=()):
   """Trains with model.fit under `strategy`; returns the final step count. `callbacks` go
   to fit after the loop's own (the benchmark's clock is one)."""
-  with ownership.own(config.train_dir):  # one run per train_dir
+  with ownership.own_run(config, strategy.num_replicas_in_sync):  # one run per train_dir
     return _fit(config, strategy, callbacks)
 
 

@@ -7,7 +7,7 @@ the same binary inside this process (the tests do), with the same parsing, the s
 and the exit status returned instead of exiting.
 
   UsageError            error: <message>    exit 2
-  errors.Stopped        stopped: <message>  exit 42 (errors.STOPPED_EXIT_STATUS; 130 on Ctrl-C)
+  errors.Stopped        stopped: <message>  exit --preemption_exit_code (143); 130 on Ctrl-C
   KeyboardInterrupt     error: interrupted  exit 130
   TF placement failure  error: <one line>   exit 2 (soft placement off, see `placement`)
   disk full, read-only  error: <one line>   exit 2 (see `storage`)

@@ -128,7 +128,7 @@ def describe(status):
             "could: launch it again to continue")
   if status == 124:
     return "the job ran out of --timeout_secs and was stopped"
-  if status == errors.STOPPED_EXIT_STATUS:
+  if status == errors.PREEMPTED_EXIT_STATUS:
     return ("a task was asked to stop (SIGTERM) and saved a checkpoint: launch the job again "
             "to continue")
   return f"the job failed (exit status {status})"

@@ -98,6 +98,15 @@ def define_train_flags(fv):
                       "resume.", flag_values=fv)
   flags.DEFINE_string("profile_steps", None, "A,B: write a TensorBoard profile of the 0-based "
                       "steps A..B into train_dir/plugins/profile.", flag_values=fv)
+  flags.DEFINE_integer("preemption_exit_code", t("preemption_exit_code"), "Exit status after "
+                       "a SIGTERM (preemption) made the run save and stop: 128-255 is what "
+                       "restart policies retry (TFJob restartPolicy ExitCode; 143 = killed "
+                       "by SIGTERM); 42 is TensorFlow's PreemptionCheckpointHandler code.",
+                       flag_values=fv)
+  flags.DEFINE_bool("override_run_config", t("override_run_config"), "Continue the run in "
+                    "--train_dir although its recorded settings (run_config.json: data, "
+                    "seed, batch, replicas, precision, schedule) differ from these flags.",
+                    flag_values=fv)
   flags.DEFINE_string("ema_reads", t("ema_reads"), "The moving averages read the weights and "
                       "step of this step's update ('updated') or those it replaces "
                       "('previous', the order the original usually took).", flag_values=fv)
@@ -134,7 +143,9 @@ def train_config(values):
       save_summaries_steps=values.save_summaries_steps,
       save_checkpoint_steps=values.save_checkpoint_steps,
       max_checkpoints_to_keep=values.max_checkpoints_to_keep, init_from=values.init_from,
-      ema_reads=values.ema_reads, profile_steps=profiling.parse(values.profile_steps))
+      ema_reads=values.ema_reads, profile_steps=profiling.parse(values.profile_steps),
+      preemption_exit_code=values.preemption_exit_code,
+      override_run_config=values.override_run_config)
 
 
 def define_eval_flags(fv):

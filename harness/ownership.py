@@ -6,7 +6,9 @@ same folder, from any process on this host (or any host, on file systems with wo
 locks), is refused with one line naming the owner. The lock belongs to the open file: the
 kernel drops it when the process ends in any way, SIGKILL included, so nothing is left stuck.
 A folder that cannot be created or written is a one-line error too (`usable_dir` checks any
-output folder, such as the evaluators' --eval_dir, the same way).
+output folder, such as the evaluators' --eval_dir, the same way). `own_run(config, replicas)`,
+what the trainers' loops hold, also keeps the run's settings (cifar10.run_record): checked
+before anything is written, recorded once the folder is held.
 """
 
 import contextlib
@@ -15,6 +17,7 @@ import os
 import socket
 import sys
 
+from cifar10 import run_record
 from cifar10.errors import UsageError
 
 LOCK_FILE = ".lock"
@@ -64,3 +67,13 @@ def own(train_dir):
     yield
   finally:
     os.close(fd)  # releases the lock
+
+
+@contextlib.contextmanager
+def own_run(config, replicas):
+  """own(config.train_dir) for a run of TrainConfig `config` on `replicas` replicas; a restart
+  with other settings than the recorded run is a UsageError (see cifar10.run_record)."""
+  record = run_record.check(config, replicas)
+  with own(config.train_dir):
+    run_record.write(config.train_dir, record)
+    yield

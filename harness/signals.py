@@ -3,7 +3,7 @@
 Cluster managers (and strategies.launch / compat_v1.launch when the job is stopped) send
 SIGTERM before they kill a task; a user at a terminal presses Ctrl-C. Instead of dying
 mid-step, a trainer notes the request, finishes the step, saves a checkpoint and exits with
-one `stopped:` line: status errors.STOPPED_EXIT_STATUS (42) after SIGTERM, 130 after Ctrl-C.
+one `stopped:` line: status --preemption_exit_code (143) after SIGTERM, 130 after Ctrl-C.
 Launched again, it resumes from that checkpoint with nothing lost. A second Ctrl-C quits at
 once (exit 130, `error: interrupted`), losing only the steps since the last checkpoint.
 """
@@ -29,7 +29,7 @@ def stop_on_signals():
   """Yields a StopRequest; SIGTERM and the first SIGINT set it instead of ending the process.
 
   The SIGTERM handler stays installed after the block, until the process exits: a loop
-  leaves the block to save and exit with STOPPED_EXIT_STATUS, and a second SIGTERM then
+  leaves the block to save and exit with the preemption exit code, and a second SIGTERM then
   (schedulers repeat theirs) must not meet the default handler, which ends the process with
   143. SIGINT gets its previous handler back when the block ends without a request (Ctrl-C
   then interrupts as usual). Python signal handlers can only be installed from the main

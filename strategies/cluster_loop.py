@@ -38,7 +38,8 @@ def run(config, strategy, dataset=None):
 
   dataset: the examples to train on (an input_pipeline.Source); default: config.dataset.
   """
-  with ownership.own(config.train_dir):  # one run per train_dir
+  workers = strategy.cluster_resolver.cluster_spec().num_tasks("worker")
+  with ownership.own_run(config, workers):  # one run per train_dir
     return _run(config, strategy, dataset)
 
 
@@ -89,7 +90,7 @@ def _run(config, strategy, dataset):
       if stopping:
         writer.flush()
         raise errors.stopped(done, os.path.join(config.train_dir, f"ckpt-{done}"),
-                             stop_requested.signal)
+                             stop_requested.signal, config.preemption_exit_code)
   writer.flush()
   logging.info("Done: step %d, checkpoint %s", int(trainer.global_step.numpy()),
                loop.last_checkpoint(config))

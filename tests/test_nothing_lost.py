@@ -102,9 +102,9 @@ def test_non_finite_weights_are_never_saved(trainer, tmp_path):
 
 
 def test_sigterm_stays_handled_after_the_loop_until_the_process_exits():
-  # The loops leave their stop_on_signals block before exiting with status 42; a second
+  # The loops leave their stop_on_signals block before exiting with the preemption exit code; a second
   # SIGTERM in that window (schedulers repeat it) must not meet the default handler, which
-  # would end the process with 143 and a scheduler restarting on 42 would not restart it.
+  # would end the process at once, the save and its stop line cut short.
   import time  # pylint: disable=g-import-not-at-top
   from harness import signals  # pylint: disable=g-import-not-at-top
   previous = signal.getsignal(signal.SIGTERM)
@@ -475,3 +475,42 @@ def test_ctrl_c_finishes_the_step_saves_and_a_second_one_quits(trainer, tmp_path
     assert not [f for f in os.listdir(tmp_path / "b") if "ckpt-" in f]
   finally:
     signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.parametrize("trainer", ["tf2", "v1"])
+def test_a_sigterm_stop_exits_with_the_preemption_exit_code(trainer, tmp_path):
+  # Before: 42, which a TFJob `restartPolicy: ExitCode` treats as permanent (it restarts on
+  # 128-255 only), so a preempted pod that saved was never restarted.
+  from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top
+  from cifar10 import config  # pylint: disable=g-import-not-at-top
+  from cifar10 import errors  # pylint: disable=g-import-not-at-top
+  train = helpers.train_tf2 if trainer == "tf2" else helpers.train_v1
+  previous = signal.getsignal(signal.SIGTERM)
+
+  def on_step(step, loss, lr):  # pylint: disable=unused-argument
+    if step == 1:
+      os.kill(os.getpid(), signal.SIGTERM)
+
+  try:
+    for code, folder in ((None, "default"), (42, "tf_handler_code")):
+      run = config.TrainConfig(train_dir=str(tmp_path / folder), dataset="synthetic",
+                               batch_size=4, max_steps=100, save_checkpoint_steps=1000,
+                               **({} if code is None else {"preemption_exit_code": code}))
+      with pytest.raises(errors.Stopped) as stopped:
+        train(run, on_step=on_step)
+      assert stopped.value.status == (143 if code is None else code)
+      assert str(stopped.value).startswith("SIGTERM after step 3; saved ")
+      assert checkpoints.read(str(tmp_path / folder)).global_step == 3
+  finally:
+    signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
+@pytest.mark.parametrize("code", ["0", "2", "256"])
+def test_a_preemption_exit_code_that_means_something_else_is_refused(trainer, code, tmp_path):
+  result = helpers.call(trainer, "--dataset=synthetic", f"--preemption_exit_code={code}",
+                        f"--train_dir={tmp_path}")
+  assert result.returncode == 2
+  assert result.stderr.strip().splitlines()[-1] == (
+      "error: --preemption_exit_code must be in 3..255 (0 is success, 1 a crash, 2 a usage "
+      f"error), got {code}")

@@ -131,7 +131,7 @@ def test_sigterm_saves_and_a_restart_finishes_with_the_uninterrupted_weights(ref
     out, _ = proc.communicate(timeout=60)
   finally:
     proc.kill()
-  assert proc.returncode == 42, out[-3000:]
+  assert proc.returncode == 143, out[-3000:]  # --preemption_exit_code, default 128 + SIGTERM
   last = out.strip().splitlines()[-1]
   match = re.fullmatch(r"stopped: SIGTERM after step (\d+); saved (\S+); run the same command "
                        r"again to continue", last)

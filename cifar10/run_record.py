@@ -1,0 +1,104 @@
+"""The settings a run's numbers depend on, written into its train_dir and checked on restart.
+
+A train_dir holds one run. Resuming it with another batch size, dataset, seed, replica count,
+precision or schedule would go on silently with other numbers than the steps it already
+took (a quickstart train_dir reused by a real run resumed its synthetic batch-32 run with
+batch 128 on CIFAR-10). So the chief of every trainer calls
+
+  record = run_record.check(config, replicas)      # before it writes anything
+  ...                                              # owns train_dir
+  run_record.write(config.train_dir, record)
+
+`check` raises a one-line UsageError naming each difference with the recorded run and the
+ways out: the same flags, a new --train_dir (with --init_from to keep the weights), or
+--override_run_config to continue with the new settings on purpose (the change is logged
+and kept in the record's history). A train_dir without checkpoints holds no run yet, so
+its record is replaced; one with checkpoints but no record (older versions, TF1's own runs)
+gets one.
+"""
+
+import json
+import os
+
+from absl import logging
+
+from cifar10.errors import UsageError
+
+RECORD = "run_config.json"
+# The recorded settings, each with the flag that sets it.
+FLAGS = {"dataset": "--dataset", "data_dir": "--data_dir", "seed": "--seed",
+         "batch_size": "--batch_size", "replicas": "--num_gpus or the cluster's size",
+         "precision": "--precision", "loss_scale": "--loss_scale",
+         "learning_rate": "--learning_rate", "decay_steps": "--decay_steps",
+         "decay_steps_per_global_batch": "--decay_steps_per_global_batch",
+         "ema_reads": "--ema_reads"}
+
+
+def settings(config, replicas):
+  """The settings of TrainConfig `config` on `replicas` replicas that change its numbers."""
+  data_dir = os.path.abspath(config.data_dir) if config.data_dir else None
+  values = {name: getattr(config, name, None) for name in FLAGS}
+  values.update(data_dir=data_dir, replicas=int(replicas), loss_scale=config.scale)
+  return values
+
+
+def _has_checkpoint(train_dir):
+  try:
+    return any(name == "checkpoint" or ".ckpt" in name or name.startswith("ckpt-")
+               or name.endswith(".weights.h5") for name in os.listdir(train_dir))
+  except OSError:
+    return False
+
+
+def read(train_dir):
+  """The recorded {"settings", "history"} of train_dir, or None."""
+  path = os.path.join(train_dir, RECORD)
+  try:
+    with open(path) as f:
+      record = json.load(f)
+    record["settings"]  # pylint: disable=pointless-statement
+    return record
+  except FileNotFoundError:
+    return None
+  except (OSError, ValueError, KeyError, TypeError):
+    raise UsageError(f"{path} is damaged; it records the settings of the run in "
+                     "--train_dir: delete it to record the current ones") from None
+
+
+def _show(value):
+  return "unset" if value is None else json.dumps(value)
+
+
+def check(config, replicas):
+  """The record to write for this run; UsageError if train_dir holds a run with other
+  settings and config.override_run_config is off."""
+  now = settings(config, replicas)
+  record = read(config.train_dir) if _has_checkpoint(config.train_dir) else None
+  if record is None:
+    return {"settings": now, "history": []}
+  before = record["settings"]
+  changed = {name: (before.get(name), now[name]) for name in FLAGS
+             if before.get(name) != now[name]}
+  if not changed:
+    return record
+  what = ", ".join(f"{FLAGS[name]} was {_show(old)}, now {_show(new)}"
+                   for name, (old, new) in changed.items())
+  if not config.override_run_config:
+    raise UsageError(f"--train_dir={config.train_dir} holds a run with other settings "
+                     f"({what}); continue it with its own, start a new run in an empty "
+                     f"--train_dir (--init_from={config.train_dir} keeps its weights), or "
+                     "pass --override_run_config to go on with these on purpose")
+  logging.warning("Continuing %s with other settings, as --override_run_config asks: %s",
+                  config.train_dir, what)
+  history = record.get("history", []) + [{name: old for name, (old, _) in changed.items()}]
+  return {"settings": now, "history": history}
+
+
+def write(train_dir, record):
+  """Writes `record` into train_dir atomically (a crash leaves the old one or the new)."""
+  path = os.path.join(train_dir, RECORD)
+  os.makedirs(train_dir, exist_ok=True)
+  with open(path + ".tmp", "w") as f:
+    json.dump(record, f, indent=1, sort_keys=True)
+    f.write("\n")
+  os.replace(path + ".tmp", path)
