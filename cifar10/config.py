@@ -193,6 +193,7 @@ class EvalConfig:
   data_dir: Optional[str] = None
   download: bool = False
   seed: int = 0
+  last_step: Optional[int] = None  # continuous: stop once a checkpoint of this step is scored
 
   def __post_init__(self):
     if self.eval_data not in ("test", "train_eval"):

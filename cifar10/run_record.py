@@ -95,10 +95,19 @@ def check(config, replicas):
 
 
 def write(train_dir, record):
-  """Writes `record` into train_dir atomically (a crash leaves the old one or the new)."""
+  """Writes `record` into train_dir atomically (a crash leaves the old one or the new), unless
+  it is there already: a restart with the same settings writes nothing."""
   path = os.path.join(train_dir, RECORD)
-  os.makedirs(train_dir, exist_ok=True)
-  with open(path + ".tmp", "w") as f:
-    json.dump(record, f, indent=1, sort_keys=True)
-    f.write("\n")
-  os.replace(path + ".tmp", path)
+  try:
+    if read(train_dir) == record:
+      return
+  except UsageError:
+    pass  # damaged: replaced below
+  try:
+    os.makedirs(train_dir, exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+      json.dump(record, f, indent=1, sort_keys=True)
+      f.write("\n")
+    os.replace(path + ".tmp", path)
+  except OSError as e:  # a full disk names no file by itself; the one-line error must
+    raise OSError(e.errno, e.strerror, path + ".tmp") from None

@@ -74,7 +74,7 @@ def _wait_for_chief(graph, target, proto, uninitialized):
 
 def run(config, devices, proto, task, sync_replicas=False, peer_timeout_secs=300):
   """Runs `task` of its cluster until the job is done; `proto` is the session config."""
-  cluster, job, index = tf.train.ClusterSpec(task.cluster), task.type, task.index
+  cluster, job, index = tf.train.ClusterSpec(task.training_cluster), task.type, task.index
   if job == "ps":
     serve(cluster, job, index, proto)
     return

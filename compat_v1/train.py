@@ -38,8 +38,9 @@ def define_flags(fv):
 
 
 def _task(values):
-  """This process's cluster.Task, from the classic flags or else TF_CONFIG; a TF_CONFIG
-  without a ps job is not a ps/worker cluster and is ignored (with a log line)."""
+  """This process's cluster.Task, from the classic flags or else TF_CONFIG or a Slurm step
+  (--cluster_resolver); a TF_CONFIG without a ps job is not a ps/worker cluster and is
+  ignored (with a log line)."""
   if values.job_name:
     if values.job_name not in ("ps", "worker") or not values.worker_hosts \
         or not values.ps_hosts:
@@ -47,7 +48,10 @@ def _task(values):
                        "both given")
     return cluster.Task({"ps": values.ps_hosts, "worker": values.worker_hosts},
                         values.job_name, values.task_index)
-  task = cluster.current()
+  # Under Slurm: the first --slurm_ps_tasks tasks of the step serve, the rest are workers.
+  task = options.cluster_task(values, [("ps", None), ("worker", None)])
+  if task.is_evaluator:
+    return task
   if task.cluster and "ps" not in task.cluster:
     from absl import logging  # pylint: disable=g-import-not-at-top
     logging.info("TF_CONFIG is set but ignored: it has no ps job, so this is not a ps/worker "
@@ -61,6 +65,10 @@ def main(values):
   train_config = options.train_config(values)
   task = _task(values)
   peer_timeout_secs = options.peer_timeout_secs(values)
+  if task.is_evaluator:
+    from compat_v1 import evaluator  # pylint: disable=g-import-not-at-top
+    evaluator.run(options.evaluator_config(values, train_config))
+    return
   if task.cluster and train_config.scale == "dynamic":
     raise UsageError("--loss_scale=dynamic applies to single-machine runs (its state is "
                      "updated by each step); give a power of two for a ps/worker job")

@@ -23,6 +23,7 @@ from absl import logging
 
 from cifar10 import errors
 from cifar10.errors import UsageError
+from harness import quiet
 
 # TensorFlow's words for "this op cannot go where it was asked" (eager, tf.function, Session).
 _PLACEMENT = (r"Could not satisfy device specification '(?P<device>[^']+)'",
@@ -103,7 +104,12 @@ def _main(main, values, args, takes_args):
   """Runs main with the error mapping of the module docstring; raises Exit on failure."""
   if args and not takes_args:
     _fail(f"unexpected arguments: {' '.join(args)}")
-  logging.set_verbosity(logging.INFO)
+  # INFO (the progress lines) unless --verbosity was given; 1 and up also brings back what
+  # harness.quiet keeps off the first screen.
+  given = "verbosity" in values and values["verbosity"].present
+  if not given:
+    logging.set_verbosity(logging.INFO)
+  quiet.install(verbose=given and values["verbosity"].value >= 1)
   try:
     return main(values, args) if takes_args else main(values)
   except UsageError as e:

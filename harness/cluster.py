@@ -7,16 +7,26 @@
 never the environment); `to_json` writes one for a launcher. TensorFlow's own
 TFConfigClusterResolver reads the same variable inside MultiWorkerMirroredStrategy and
 ParameterServerStrategy.
+
+Managed clusters write it the same way: Kubeflow's TFJob and Vertex AI / AI Platform add keys
+of their own (`"environment": "cloud"`, `"job"`, `"trial"`), ignored here. Their `evaluator`
+task (`"task": {"type": "evaluator", "index": 0}`) is not part of the training cluster: its
+cluster usually does not list it (AI Platform's never does; some hand-written ones do), and
+`training_cluster` leaves it out of what the training tasks connect to.
 """
 
 import dataclasses
 import errno
 import json
 import os
+import re
 import socket
 from typing import Optional
 
 from cifar10.errors import UsageError
+
+
+EVALUATOR = "evaluator"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +47,18 @@ class Task:
         _check_address(job, host)
 
   @property
+  def is_evaluator(self):
+    """The side-car evaluator of a managed cluster: it scores the chief's checkpoints."""
+    return self.cluster is not None and self.type == EVALUATOR
+
+  @property
+  def training_cluster(self):
+    """The cluster without its evaluator: the tasks that train and talk gRPC."""
+    if self.cluster is None:
+      return None
+    return {job: hosts for job, hosts in self.cluster.items() if job != EVALUATOR}
+
+  @property
   def num_workers(self):
     return len((self.cluster or {}).get("worker", [])) or 1
 
@@ -51,7 +73,7 @@ class Task:
 def check_port(task):
   """UsageError if this task's own port is taken on this machine (another process listens
   there): TensorFlow would fail to start its gRPC server with a traceback and no address."""
-  if task.cluster is None:
+  if task.cluster is None or task.is_evaluator:
     return
   address = task.cluster[task.type][task.index]
   port = int(address.rpartition(":")[2])
@@ -89,7 +111,7 @@ def parse(text):
                   int(task.get("index", 0)))
   except (TypeError, ValueError, AttributeError):
     raise UsageError(f"TF_CONFIG has a malformed task: {task!r}") from None
-  if result.cluster is not None:
+  if result.cluster is not None and not result.is_evaluator:
     tasks = len(result.cluster.get(result.type, []))
     if not 0 <= result.index < tasks:
       raise UsageError(f"TF_CONFIG names task {result.type}:{result.index}, but its cluster "
@@ -109,3 +131,114 @@ def is_set():
 def to_json(cluster, job, index):
   """The TF_CONFIG value of task (job, index) of `cluster`."""
   return json.dumps({"cluster": cluster, "task": {"type": job, "index": index}})
+
+
+def drop_evaluator_from_environment(task):
+  """Rewrites this process's TF_CONFIG without the evaluator job, for TensorFlow's own
+  resolver in a training task (it would otherwise count the evaluator as a gRPC peer)."""
+  if task.cluster and EVALUATOR in task.cluster and not task.is_evaluator:
+    value = json.loads(os.environ["TF_CONFIG"])
+    value["cluster"] = task.training_cluster
+    os.environ["TF_CONFIG"] = json.dumps(value)
+
+
+# ---------------------------------------------------------------------------- Slurm
+
+# The first port of a node's tasks, as TensorFlow's SlurmClusterResolver numbers them.
+SLURM_PORT_BASE = 8888
+RESOLVERS = ("auto", "tf_config", "slurm")
+
+
+def in_slurm_step(environ=None):
+  """Whether this process is a task of a Slurm job step (started by `srun`)."""
+  environ = os.environ if environ is None else environ
+  return "SLURM_PROCID" in environ and ("SLURM_STEP_NODELIST" in environ
+                                        or "SLURM_JOB_NODELIST" in environ)
+
+
+def expand_hostlist(text):
+  """Slurm's compressed host list, "gpu[01-03,7],login1" -> [gpu01, gpu02, gpu03, gpu7,
+  login1] (zero padding kept, ranges in order)."""
+  hosts = []
+  for part in re.findall(r"[^,\[]+(?:\[[^\]]*\])?[^,]*", text):
+    match = re.fullmatch(r"([^\[]*)\[([^\]]*)\](.*)", part)
+    if not match:
+      hosts.append(part)
+      continue
+    prefix, ranges, suffix = match.groups()
+    for item in ranges.split(","):
+      first, _, last = item.partition("-")
+      if not first.isdigit() or (last and not last.isdigit()):
+        raise UsageError(f"SLURM node list {text!r} is not in Slurm's host list form")
+      for number in range(int(first), int(last or first) + 1):
+        hosts.append(f"{prefix}{number:0{len(first)}d}{suffix}")
+  return hosts
+
+
+def expand_tasks_per_node(text):
+  """Slurm's "2(x3),1" -> [2, 2, 2, 1]."""
+  counts = []
+  for part in text.split(","):
+    match = re.fullmatch(r"(\d+)(?:\(x(\d+)\))?", part.strip())
+    if not match:
+      raise UsageError(f"SLURM tasks per node {text!r} is not in Slurm's form, e.g. 2(x3),1")
+    counts += [int(match[1])] * int(match[2] or 1)
+  return counts
+
+
+def from_slurm(layout, port_base=SLURM_PORT_BASE, environ=None):
+  """The Task of this Slurm task. Ranks (SLURM_PROCID) are laid out over the step's nodes in
+  order, a node's tasks on ports port_base, port_base + 1, ... (srun's default block
+  distribution, and TensorFlow's SlurmClusterResolver's numbering); `layout` gives the jobs
+  in rank order, e.g. [("chief", 1), ("ps", 1), ("worker", None)], None taking the rest."""
+  environ = os.environ if environ is None else environ
+  get = lambda *names: next((environ[n] for n in names if n in environ), None)
+  nodes = expand_hostlist(get("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST") or "")
+  per_node = expand_tasks_per_node(get("SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
+                                   or ",".join("1" for _ in nodes))
+  if len(per_node) != len(nodes):
+    raise UsageError(f"SLURM lists {len(nodes)} node(s) but tasks for {len(per_node)}")
+  addresses = [f"{host}:{port_base + k}" for host, count in zip(nodes, per_node)
+               for k in range(count)]
+  rank = int(get("SLURM_PROCID"))
+  fixed = sum(count for _, count in layout if count is not None)
+  needed = fixed + sum(1 for _, count in layout if count is None)
+  if len(addresses) < needed or not 0 <= rank < len(addresses):
+    raise UsageError(f"the Slurm step has {len(addresses)} task(s) and this is task {rank}; "
+                     f"the job needs {needed} or more ("
+                     + ", ".join(f"{count or 'at least 1'} {job}" for job, count in layout)
+                     + ")")
+  cluster, start, task = {}, 0, None
+  for job, count in layout:
+    count = len(addresses) - fixed if count is None else count
+    cluster[job] = addresses[start:start + count]
+    if start <= rank < start + count:
+      task = Task(cluster, job, rank - start)
+    start += count
+  node = environ.get("SLURMD_NODENAME")
+  host = addresses[rank].rpartition(":")[0]
+  if node and node != host:
+    raise UsageError(f"Slurm task {rank} runs on {node} but the block layout puts it on "
+                     f"{host}; run srun with --distribution=block (its default)")
+  return Task({job: hosts for job, hosts in cluster.items() if hosts}, task.type, task.index)
+
+
+def resolve(resolver, layout, port_base=SLURM_PORT_BASE, environ=None):
+  """This process's Task from --cluster_resolver (auto: TF_CONFIG if set, else Slurm's step
+  if this is one of several tasks, else none: `srun -n 1` trains on its machine). A Slurm task's cluster is written into this process's
+  TF_CONFIG, where TensorFlow's strategies and the rest of this project read it."""
+  environ = os.environ if environ is None else environ
+  if resolver not in RESOLVERS:
+    raise UsageError(f"--cluster_resolver must be one of {', '.join(RESOLVERS)}, got "
+                     f"{resolver!r}")
+  use_slurm = resolver == "slurm" or (
+      resolver == "auto" and not environ.get("TF_CONFIG") and in_slurm_step(environ)
+      and int(environ.get("SLURM_STEP_NUM_TASKS", environ.get("SLURM_NTASKS", "1"))) > 1)
+  if not use_slurm:
+    return parse(environ.get("TF_CONFIG"))
+  if not in_slurm_step(environ):
+    raise UsageError("--cluster_resolver=slurm but this is not a Slurm job step: start each "
+                     "task with srun (SLURM_PROCID and SLURM_STEP_NODELIST are not set)")
+  task = from_slurm(layout, port_base, environ)
+  environ["TF_CONFIG"] = to_json(task.cluster, task.type, task.index)
+  return task

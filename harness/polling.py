@@ -25,7 +25,9 @@ def _deleted(path, error):
 
 
 def evaluate_each(evaluate, config):
-  """Returns the last evaluate(path) result."""
+  """Returns the last evaluate(path) result, a (precision, global step) pair. Continuous
+  evaluation ends once a checkpoint of config.last_step or later is scored (a managed
+  cluster's evaluator task: the chief's final step), or never."""
   if config.run_once:
     tried = None
     while True:  # the newest checkpoint, even if the one found first is deleted meanwhile
@@ -44,4 +46,9 @@ def evaluate_each(evaluate, config):
     except Exception as e:  # pylint: disable=broad-except
       if not _deleted(path, e):
         raise
+      continue
+    if config.last_step is not None and result[1] >= config.last_step:
+      logging.info("Scored the final step %d of --max_steps=%d; the evaluator is done",
+                   result[1], config.last_step)
+      return result
   return result

@@ -1,11 +1,14 @@
 """The original's progress lines, printed the same way by both trainers and both evaluators.
 
-`<time>: step N, loss = X (Y examples/sec; Z sec/batch)`, numbered as the original numbered
-them: N is the 0-based index of the step just run (the global step before it), and a line is
-printed for N = 0, log_frequency, 2 * log_frequency, ... and for the last step. X is that
-step's loss; examples/sec counts the global batch and sec/batch is one global step, averaged
-since the previous line (the first line, like the original's, times the first step alone,
-graph building and tracing included).
+`<time>: step N, loss = X (Y examples/sec; Z sec/batch; S steps/sec; ETA h:mm:ss)`, numbered
+as the original numbered them: N is the 0-based index of the step just run (the global step
+before it), and a line is printed for N = 0, log_frequency, 2 * log_frequency, ... and for the
+last step. X is that step's loss; examples/sec counts the global batch, sec/batch and
+steps/sec are one global step, averaged since the previous line (the first line, like the
+original's, times the first step alone, graph building and tracing included). The original's
+part comes first, so what parsed its lines still does; the ETA, the steps left to
+--max_steps at the rate since the previous line, is left out of the first line (its rate is
+the tracing's) and of the last.
 """
 
 import datetime
@@ -21,6 +24,7 @@ class StepLogger:
     self.max_steps = max_steps
     self.global_batch_size, self.log_frequency = global_batch_size, log_frequency
     self.tick, self.last = time.time(), start_step - 1  # time and index of the last line
+    self.first = True
 
   def after_step(self, step, loss_fn):
     """Logs for 0-based `step` when due; returns the loss value if it was fetched."""
@@ -32,11 +36,19 @@ class StepLogger:
       return None
     loss = float(loss_fn())  # waits for the device, so the time below is honest
     elapsed, steps = time.time() - self.tick, step - self.last
-    logging.info("%s: step %d, loss = %.2f (%.1f examples/sec; %.3f sec/batch)",
-                 datetime.datetime.now(), step, loss,
-                 steps * self.global_batch_size / elapsed, elapsed / steps)
-    self.tick, self.last = time.time(), step
+    left = self.max_steps - step - 1
+    eta = "" if self.first or not left else "; ETA %s" % eta_text(left * elapsed / steps)
+    logging.info("%s: step %d, loss = %.2f (%.1f examples/sec; %.3f sec/batch; %.2f "
+                 "steps/sec%s)", datetime.datetime.now(), step, loss,
+                 steps * self.global_batch_size / elapsed, elapsed / steps, steps / elapsed,
+                 eta)
+    self.tick, self.last, self.first = time.time(), step, False
     return loss
+
+
+def eta_text(seconds):
+  """h:mm:ss of a duration, days spelled out past 24 hours (a 1M-step run takes days)."""
+  return str(datetime.timedelta(seconds=int(round(seconds))))
 
 
 def log_precision(correct, count, step, path):

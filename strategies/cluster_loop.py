@@ -38,7 +38,7 @@ def run(config, strategy, dataset=None):
 
   dataset: the examples to train on (an input_pipeline.Source); default: config.dataset.
   """
-  workers = strategy.cluster_resolver.cluster_spec().num_tasks("worker")
+  workers = strategy.extended._num_workers  # pylint: disable=protected-access
   with ownership.own_run(config, workers):  # one run per train_dir
     return _run(config, strategy, dataset)
 

@@ -15,6 +15,12 @@ from harness import cli
 from harness import options
 
 
+# The jobs of a Slurm step's tasks, in rank order (None: the rest); worker 0 is the chief
+# of multi_worker_mirrored.
+LAYOUT = {"multi_worker_mirrored": [("worker", None)],
+          "parameter_server": [("chief", 1), ("ps", None), ("worker", None)]}
+
+
 def define_flags(fv):
   options.define_train_flags(fv)
   options.define_cluster_flags(fv)
@@ -66,8 +72,13 @@ def main(values):
       logging.info("TF_CONFIG is set but ignored: --strategy=%s runs on this machine only",
                    values.strategy)
   elif values.strategy in ("multi_worker_mirrored", "parameter_server"):
-    task = cluster.current()
-    devices.check_cluster(values.strategy, task.cluster)
+    task = options.cluster_task(values, LAYOUT[values.strategy])
+    if task.is_evaluator:
+      from strategies import evaluator  # pylint: disable=g-import-not-at-top
+      evaluator.run(options.evaluator_config(values, train_config))
+      return
+    devices.check_cluster(values.strategy, task.training_cluster)
+    cluster.drop_evaluator_from_environment(task)
     cluster.check_port(task)
     if values.strategy == "parameter_server" and task.type in ("worker", "ps"):
       devices.serve()  # workers and ps tasks only serve; the chief runs the loop
