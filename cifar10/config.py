@@ -96,7 +96,7 @@ class TrainConfig:
   seed: int = 0
   dataset: str = "cifar10"  # the default of every binary's --dataset too
   data_dir: Optional[str] = None
-  download: bool = False
+  download: bool = True  # cifar10: fetch it when missing and the data host answers
   learning_rate: float = DEFAULT.initial_learning_rate
   decay_steps_per_global_batch: bool = False
   decay_steps: int = 0  # steps between decays; 0: the original's formula (cifar10.schedule)
@@ -191,7 +191,7 @@ class EvalConfig:
   eval_interval_secs: int = 60 * 5
   dataset: str = "cifar10"
   data_dir: Optional[str] = None
-  download: bool = False
+  download: bool = True
   seed: int = 0
   last_step: Optional[int] = None  # continuous: stop once a checkpoint of this step is scored
 

@@ -3,8 +3,11 @@
 Sources (`load_source(name, split, ...)`):
   synthetic    generated in-process from (seed, index); learnable class patterns; no files.
   cifar10_bin  the classic `cifar-10-batches-bin/*.bin` files (fixed-length records:
-               1 label byte + 3072 depth-major pixel bytes).
-  cifar10      tensorflow-datasets `cifar10` under `data_dir` (downloaded only if asked).
+               1 label byte + 3072 depth-major pixel bytes), or the `cifar-10-binary.tar.gz`
+               they come in, unpacked into `data_dir` on first use.
+  cifar10      tensorflow-datasets `cifar10` under `data_dir`, downloaded when it is missing
+               and the data host can be reached (as the original's maybe_download_and_extract
+               did); with no network, a one-line error within seconds.
 
 The determinism contract: a source is random access (`fetch(index)`), the train stream is a
 per-epoch stateless permutation of indices (`index_shuffle` keyed by seed and epoch), and every
@@ -16,7 +19,10 @@ exactly the batches an uninterrupted run sees from step S on.
 
 import glob
 import os
+import shutil
 import socket
+import tarfile
+import tempfile
 
 import numpy as np
 import tensorflow as tf
@@ -32,6 +38,8 @@ IMAGE_BYTES = HEIGHT * WIDTH * DEPTH
 RECORD_BYTES = LABEL_BYTES + IMAGE_BYTES
 SPLITS = ("train", "test")
 BIN_FILES = {"train": [f"data_batch_{i}.bin" for i in range(1, 6)], "test": ["test_batch.bin"]}
+BIN_FOLDER = "cifar-10-batches-bin"
+BIN_TARBALL = "cifar-10-binary.tar.gz"  # what the original downloaded and extracted
 # tfds fetches the binary tarball from here; probed first so that an offline machine gets an
 # answer in seconds instead of minutes of retries.
 DOWNLOAD_PROBE = ("www.cs.toronto.edu", 443)
@@ -93,21 +101,65 @@ def bin_files(data_dir, split):
   """The .bin files of `split` under data_dir (or data_dir/cifar-10-batches-bin), validated."""
   if not data_dir or not os.path.isdir(data_dir):
     raise UsageError(f"--data_dir {data_dir!r} is not a directory; it must hold the CIFAR-10 "
-                     "binary files (cifar-10-batches-bin/*.bin), or use --dataset=synthetic")
-  nested = os.path.join(data_dir, "cifar-10-batches-bin")
+                     "binary files (cifar-10-batches-bin/*.bin, or cifar-10-binary.tar.gz), "
+                     "or use --dataset=synthetic")
+  nested = os.path.join(data_dir, BIN_FOLDER)
+  if not os.path.isdir(nested) and os.path.isfile(os.path.join(data_dir, BIN_TARBALL)) and \
+      not all(os.path.isfile(os.path.join(data_dir, n)) for n in BIN_FILES[split]):
+    unpack_tarball(data_dir)
   root = nested if os.path.isdir(nested) else data_dir
   files = [os.path.join(root, name) for name in BIN_FILES[split]]
   missing = [f for f in files if not os.path.isfile(f)]
   if missing:
     found = sorted(os.path.basename(f) for f in glob.glob(os.path.join(root, "*.bin")))
     raise UsageError(f"missing CIFAR-10 file {missing[0]} (found: {found or 'no .bin files'}); "
-                     "download cifar-10-binary.tar.gz and extract it there")
+                     "download cifar-10-binary.tar.gz into --data_dir (it is unpacked there)")
   for f in files:
     size = os.path.getsize(f)
     if size == 0 or size % RECORD_BYTES:
       raise UsageError(f"{f} is {size} bytes, not a positive multiple of the {RECORD_BYTES}-byte "
                        "CIFAR-10 record: the file is truncated or not CIFAR-10 binary data")
   return files
+
+
+def unpack_tarball(data_dir):
+  """Unpacks data_dir/cifar-10-binary.tar.gz into data_dir/cifar-10-batches-bin: only its
+  regular files under that folder (a member elsewhere, a link or a device is refused, not
+  skipped), into a temporary folder renamed into place, so another process starting on the
+  same data_dir sees the whole folder or none of it."""
+  path = os.path.join(data_dir, BIN_TARBALL)
+  target = os.path.join(data_dir, BIN_FOLDER)
+  try:
+    scratch = tempfile.mkdtemp(prefix=".unpacking-", dir=data_dir)
+  except OSError as e:
+    raise UsageError(f"cannot unpack {path} into {data_dir}: {e.strerror or e}") from None
+  try:
+    with tarfile.open(path, "r:gz") as tar:
+      for member in tar:
+        parts = member.name.split("/")
+        if (parts[0] != BIN_FOLDER or ".." in parts or member.name.startswith("/")
+            or not (member.isfile() or member.isdir())):
+          raise UsageError(f"{path} holds {member.name!r}, which is not a file of "
+                           f"{BIN_FOLDER}/: not the CIFAR-10 binary tarball; nothing was "
+                           "unpacked")
+        if member.isfile():
+          os.makedirs(os.path.join(scratch, *parts[:-1]), exist_ok=True)
+          with tar.extractfile(member) as src, \
+              open(os.path.join(scratch, *parts), "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    try:
+      os.rename(os.path.join(scratch, BIN_FOLDER), target)
+    except FileNotFoundError:
+      raise UsageError(f"{path} has no {BIN_FOLDER}/ folder: not the CIFAR-10 binary "
+                       "tarball") from None
+    except OSError:
+      if not os.path.isdir(target):  # else another process unpacked it first
+        raise
+  except (tarfile.TarError, EOFError, OSError) as e:
+    raise UsageError(f"cannot unpack {path}: {e}; download cifar-10-binary.tar.gz again or "
+                     f"extract it into {data_dir} yourself") from None
+  finally:
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def load_bin(data_dir, split):
@@ -133,22 +185,23 @@ def _check_labels(labels, where):
 def load_tfds(data_dir, split, download):
   """tfds `cifar10` as numpy arrays; with no data and no way to download, a UsageError fast."""
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  hint = None
   if download:
     try:
       socket.create_connection(DOWNLOAD_PROBE, timeout=5).close()
     except OSError as e:
       download = False
       reason = f"cannot reach {DOWNLOAD_PROBE[0]} to download it ({e.__class__.__name__})"
+      hint = "run once where it can be reached"
   else:
-    reason = "downloading is off"
+    reason, hint = "downloading is off", "run once with network, without --nodownload"
   try:
     dataset = tfds.load("cifar10", split=split, data_dir=data_dir, download=download,
                         as_supervised=True)
   except (AssertionError, OSError, tfds.core.registered.DatasetNotFoundError) as e:
     where = data_dir or "~/tensorflow_datasets"
-    raise UsageError(f"tfds cifar10 is not in {where} and {reason}: run once with network and "
-                     "--download, pass --data_dir, or use --dataset=synthetic "
-                     f"({str(e).splitlines()[0][:120]})") from None
+    raise UsageError(f"tfds cifar10 is not in {where} and {reason}: {hint}, pass --data_dir, "
+                     f"or use --dataset=synthetic ({str(e).splitlines()[0][:120]})") from None
   # Chunks rather than batch_size=-1, which needs split sizes that tfds mocks do not have.
   chunks = list(tfds.as_numpy(dataset.batch(10000)))
   images = np.concatenate([c[0] for c in chunks])

@@ -27,8 +27,9 @@ def define_data_flags(fv):
   flags.DEFINE_string("data_dir", None, "cifar10_bin: folder with cifar-10-batches-bin/*.bin; "
                       "cifar10: tensorflow-datasets data_dir (default ~/tensorflow_datasets).",
                       flag_values=fv)
-  flags.DEFINE_bool("download", False, "cifar10: let tensorflow-datasets download the data.",
-                    flag_values=fv)
+  flags.DEFINE_bool("download", _default(config.TrainConfig, "download"), "cifar10: let "
+                    "tensorflow-datasets download the data when it is not in --data_dir and "
+                    "the data host answers (--nodownload: never).", flag_values=fv)
   flags.DEFINE_integer("seed", train("seed"), "Seed of initial weights, data order and "
                        "augmentation.", flag_values=fv)
 

@@ -1,6 +1,7 @@
 """Input: exact pixels from .bin records, tfds, and the determinism contract of the stream."""
 
 import os
+import re
 import time
 
 import numpy as np
@@ -81,6 +82,59 @@ def test_missing_directory_and_file_are_usage_errors(bin_dir, tmp_path):
     ip.load_source("cifar10_bin", "train", seed=0, data_dir=bin_dir)
   with pytest.raises(UsageError, match="unknown --dataset 'mnist'"):
     ip.load_source("mnist", "train", seed=0)
+
+
+def _tarball(path, members):
+  """A .tar.gz of {name: bytes} (None: a symbolic link to /etc/passwd)."""
+  import io  # pylint: disable=g-import-not-at-top
+  import tarfile  # pylint: disable=g-import-not-at-top
+  with tarfile.open(path, "w:gz") as tar:
+    for name, data in members.items():
+      info = tarfile.TarInfo(name)
+      if data is None:
+        info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        tar.addfile(info)
+      else:
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+
+
+def test_the_classic_tarball_in_data_dir_is_unpacked_and_read(bin_dir, tmp_path):
+  # What the original downloaded: cifar-10-binary.tar.gz, holding cifar-10-batches-bin/.
+  folder = os.path.join(bin_dir, "cifar-10-batches-bin")
+  data = tmp_path / "only_the_tarball"
+  data.mkdir()
+  _tarball(data / "cifar-10-binary.tar.gz",
+           {f"cifar-10-batches-bin/{name}": open(os.path.join(folder, name), "rb").read()
+            for name in sorted(os.listdir(folder))})
+  images, labels = ip.load_bin(str(data), "test")
+  np.testing.assert_array_equal(images, _images(3))
+  np.testing.assert_array_equal(labels, [3, 9, 0])
+  assert sorted(os.listdir(data)) == ["cifar-10-batches-bin", "cifar-10-binary.tar.gz"]
+  np.testing.assert_array_equal(ip.load_bin(str(data), "train")[0],
+                                ip.load_bin(bin_dir, "train")[0])
+
+
+@pytest.mark.parametrize("member", ["../escaped.bin", "cifar-10-batches-bin/../../x.bin",
+                                    "/abs.bin", "elsewhere/data_batch_1.bin", "link"])
+def test_a_tarball_that_is_not_cifar10_is_one_line_and_unpacks_nothing(tmp_path, member):
+  data = tmp_path / "data"
+  data.mkdir()
+  members = {"cifar-10-batches-bin/test_batch.bin": b"\0" * 3073}
+  members[member if member != "link" else "cifar-10-batches-bin/data_batch_1.bin"] = (
+      None if member == "link" else b"\0" * 3073)
+  _tarball(data / "cifar-10-binary.tar.gz", members)
+  shown = "cifar-10-batches-bin/data_batch_1.bin" if member == "link" else member
+  with pytest.raises(UsageError, match=re.escape(
+      f"{data}/cifar-10-binary.tar.gz holds {shown!r}, which is not a file of "
+      "cifar-10-batches-bin/: not the CIFAR-10 binary tarball; nothing was unpacked")):
+    ip.load_bin(str(data), "train")
+  assert os.listdir(data) == ["cifar-10-binary.tar.gz"]
+  assert not (tmp_path / "escaped.bin").exists() and not os.path.exists("/abs.bin")
+  (data / "cifar-10-binary.tar.gz").write_bytes(b"not gzip")
+  with pytest.raises(UsageError, match="cannot unpack .*cifar-10-binary.tar.gz: .*; download "
+                                       "cifar-10-binary.tar.gz again"):
+    ip.load_bin(str(data), "train")
 
 
 def test_tfds_source_reads_what_tfds_gives():
