@@ -52,36 +52,49 @@ def _weights(train_dir):
           if "OPTIMIZER_SLOT" not in k and k != "_CHECKPOINTABLE_OBJECT_GRAPH"}
 
 
-@pytest.mark.slow
-def test_the_tfjob_manifest_trains_like_mirrored_and_its_evaluator_scores_the_last_step(
-    tmp_path):
-  with open(os.path.join(DEPLOY, "tfjob.yaml"), encoding="utf-8") as f:
+def _tfjob_pods(manifest, train_dir):
+  """(specs, cluster, [(name, argv, env)]) of every pod of a TFJob manifest, as the operator
+  starts them: the TF_CONFIG of each (chief, workers and ps tasks, not the evaluator, as the
+  cluster; here 127.0.0.1 and a free port each instead of a service at port 2222)."""
+  with open(os.path.join(DEPLOY, manifest), encoding="utf-8") as f:
     job = yaml.safe_load(f)
   assert job["kind"] == "TFJob"
   specs = job["spec"]["tfReplicaSpecs"]
   assert all(s["restartPolicy"] == "ExitCode" for s in specs.values())
-  # The operator's TF_CONFIG: chief and workers (not the evaluator) at port 2222 of their
-  # services, here 127.0.0.1 and a free port each.
-  training = [(t.lower(), i) for t in ("Chief", "Worker", "PS") if t in specs
+  training = [(t, i) for t in ("Chief", "Worker", "PS") if t in specs
               for i in range(specs[t]["replicas"])]
   ports = iter(launcher.free_ports(len(training)))
   cluster = {}
-  for job_type, _ in training:
-    cluster.setdefault(job_type, []).append(f"127.0.0.1:{next(ports)}")
-  pods = training + [("evaluator", i) for i in range(specs["Evaluator"]["replicas"])]
-  commands = []
-  for job_type, index in pods:
-    container, = specs[job_type.capitalize() if job_type != "ps" else "PS"]["template"][
-        "spec"]["containers"]
+  for kind, _ in training:
+    cluster.setdefault(kind.lower(), []).append(f"127.0.0.1:{next(ports)}")
+  pods = []
+  for kind, index in training + [("Evaluator", i)
+                                 for i in range(specs["Evaluator"]["replicas"])]:
+    container, = specs[kind]["template"]["spec"]["containers"]
     assert container["name"] == "tensorflow"
     assert container["command"][:2] == ["python", "-m"]
-    tf_config = {"cluster": cluster, "task": {"type": job_type, "index": index},
+    tf_config = {"cluster": cluster, "task": {"type": kind.lower(), "index": index},
                  "environment": "cloud"}
-    commands.append((f"{job_type}:{index}",
-                     [sys.executable, *container["command"][1:],
-                      *_args(container["args"], tmp_path / "job")],
-                     dict(helpers.env(), TF_CONFIG=json.dumps(tf_config))))
-  results = _run_all(commands)
+    pods.append((f"{kind.lower()}:{index}",
+                 [sys.executable, *container["command"][1:],
+                  *_args(container["args"], train_dir)],
+                 dict(helpers.env(), TF_CONFIG=json.dumps(tf_config))))
+  return specs, cluster, pods
+
+
+def _evaluated_the_final_step(out, train_dir, step):
+  final = str(train_dir / f"ckpt-{step}")
+  assert re.search(r"precision @ 1 = \d\.\d{3} \(64 examples, step %d, " % step
+                   + re.escape(final), out), out[-3000:]
+  assert f"Scored the final step {step} of --max_steps={step}; the evaluator is done" in out
+  assert tf.io.gfile.glob(str(train_dir / "eval" / "events.out.tfevents.*"))
+
+
+@pytest.mark.slow
+def test_the_tfjob_manifest_trains_like_mirrored_and_its_evaluator_scores_the_last_step(
+    tmp_path):
+  specs, cluster, pods = _tfjob_pods("tfjob.yaml", tmp_path / "job")
+  results = _run_all(pods)
   for name, (status, out) in results.items():
     assert status == 0, f"{name}:\n{out[-3000:]}"
   # The job equals `mirrored` over as many replicas, bit for bit.
@@ -96,12 +109,28 @@ def test_the_tfjob_manifest_trains_like_mirrored_and_its_evaluator_scores_the_la
   for key, value in ref_weights.items():
     np.testing.assert_array_equal(job_weights[key], value, err_msg=key)
   # The evaluator scored the final checkpoint, wrote its summary, and ended by itself.
-  _, out = results["evaluator:0"]
-  final = str(tmp_path / "job" / "ckpt-6")
-  assert re.search(r"precision @ 1 = \d\.\d{3} \(64 examples, step 6, " + re.escape(final),
-                   out), out[-3000:]
-  assert "Scored the final step 6 of --max_steps=6; the evaluator is done" in out
-  assert tf.io.gfile.glob(str(tmp_path / "job" / "eval" / "events.out.tfevents.*"))
+  _evaluated_the_final_step(results["evaluator:0"][1], tmp_path / "job", 6)
+
+
+@pytest.mark.slow
+def test_the_parameter_server_tfjob_stops_at_the_exact_step(tmp_path):
+  from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top
+  _, _, pods = _tfjob_pods("tfjob_parameter_server.yaml", tmp_path / "job")
+  # The job ends with its chief (the operator's success policy); its workers and ps tasks
+  # serve until they are stopped, as the operator's cleanPodPolicy does.
+  servers = [p for p in pods if p[0].startswith(("worker", "ps"))]
+  procs = {name: subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True, env=env, cwd="/") for name, argv, env in servers}
+  try:
+    results = _run_all([p for p in pods if p not in servers])
+  finally:
+    for proc in procs.values():
+      proc.kill()
+      proc.wait()
+  for name, (status, out) in results.items():
+    assert status == 0, f"{name}:\n{out[-3000:]}"
+  assert checkpoints.read(str(tmp_path / "job")).global_step == 6
+  _evaluated_the_final_step(results["evaluator:0"][1], tmp_path / "job", 6)
 
 
 def _srun_line(script):
@@ -200,3 +229,26 @@ def test_slurm_steps_become_a_cluster_in_rank_order():
   with pytest.raises(UsageError, match="--cluster_resolver=slurm but this is not a Slurm job "
                                        "step: start each task with srun"):
     cluster.resolve("slurm", layout, 9000, {})
+
+
+@pytest.mark.parametrize("trainer,strategy", [("strategies.train", "multi_worker_mirrored"),
+                                              ("strategies.train", "parameter_server"),
+                                              ("compat_v1.train", None)])
+def test_an_evaluator_task_scores_the_final_checkpoint_and_ends(trainer, strategy, tmp_path,
+                                                               monkeypatch):
+  # Both trainers' entry points, as a TFJob's Evaluator pod runs them (the v1 one in a ps/worker
+  # job's TF_CONFIG): the continuous evaluator over the chief's train_dir until --max_steps.
+  train_dir = tmp_path / "train"
+  flags = ["--dataset=synthetic", "--batch_size=4", "--max_steps=2", f"--train_dir={train_dir}"]
+  made = helpers.call(trainer, *flags, "--save_checkpoint_steps=1")
+  assert made.returncode == 0, made.stderr[-2000:]
+  spec = {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"], "ps": ["127.0.0.1:3"]}
+  monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": spec, "environment": "cloud",
+                                              "task": {"type": "evaluator", "index": 0}}))
+  result = helpers.call(trainer, *flags, "--evaluator_num_examples=16",
+                        *([f"--strategy={strategy}"] if strategy else []))
+  assert result.returncode == 0, result.stderr[-2000:]
+  scored = re.findall(r"precision @ 1 = \d\.\d{3} \(16 examples, step (\d+), ", result.stderr)
+  assert scored == ["2"], result.stderr[-2000:]
+  assert "Scored the final step 2 of --max_steps=2; the evaluator is done" in result.stderr
+  assert tf.io.gfile.glob(str(train_dir / "eval" / "events.out.tfevents.*"))
