@@ -45,7 +45,7 @@ def settings(config, replicas):
 def _has_checkpoint(train_dir):
   try:
     return any(name == "checkpoint" or ".ckpt" in name or name.startswith("ckpt-")
-               or name.endswith(".weights.h5") for name in os.listdir(train_dir))
+               for name in os.listdir(train_dir))
   except OSError:
     return False
 

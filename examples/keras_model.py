@@ -11,8 +11,8 @@ the values of `cifar10.model.initial_values(seed)`, and its forward pass is
 trainers. The weight decay is an `add_loss`; Keras divides it and each replica's mean
 cross-entropy by the number of replicas, which is the loss both trainers use
 (sum(CE) / global batch + weight_decay / N). The learning rate is the shared schedule, read at
-the optimizer's step count. What Keras does not do: the moving averages of the weights (its
-optimizer's `use_ema` has another decay rule); `strategies.train` keeps them.
+the optimizer's step count. The moving averages of the weights are not Keras's (its
+optimizer's `use_ema` has another decay rule): examples.keras_loop keeps the trainers' own.
 
 `build_two_outputs` is the second example: a model with two named outputs, whose losses,
 loss weights and metrics keep their names under the strategy (multi_gpu_model renamed

@@ -15,7 +15,9 @@ higher brings everything back):
 - Its later native INFO lines (the first Session.run's "MLIR V1 optimization pass is not
   enabled", per-device notes): TF_CPP_MIN_LOG_LEVEL=1 unless the environment sets it.
 - TensorFlow's Python INFO lines (the per-variable all-reduce plan, "Using
-  MirroredStrategy...", saver timings) go to the `tensorflow` logger, set to WARNING.
+  MirroredStrategy...") go to the `tensorflow` logger, set to WARNING; those its newer
+  modules log through absl directly (the saver's "Sharding callback duration") are dropped
+  by a filter on absl's handler that knows them by the file they come from.
 
 Warnings and errors of TensorFlow's own, and every line of this project's, still show.
 """
@@ -110,10 +112,24 @@ class _FirstImport(importlib.abc.MetaPathFinder):
     return spec
 
 
+class _TensorFlowInfo(logging.Filter):
+  """Drops INFO records logged from TensorFlow's own Python files."""
+
+  PACKAGE = os.sep + "tensorflow" + os.sep
+
+  def filter(self, record):
+    return record.levelno >= logging.WARNING or self.PACKAGE not in record.pathname
+
+
 def install(verbose):
   """Quiets TensorFlow's first screen unless `verbose` (absl --verbosity >= 1)."""
+  from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top
+  handler = absl_logging.get_absl_handler()
+  for old in [f for f in handler.filters if isinstance(f, _TensorFlowInfo)]:
+    handler.removeFilter(old)
   if verbose:
     return
+  handler.addFilter(_TensorFlowInfo())
   logging.getLogger("tensorflow").setLevel(logging.WARNING)
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # read when TensorFlow starts
   if "tensorflow" not in sys.modules and not any(isinstance(f, _FirstImport)

@@ -37,13 +37,9 @@ def _fill(path):
 def _state(trainer, train_dir):
   """The newest checkpoint of train_dir (complete: all its files there), and debris."""
   from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top
-  from examples import keras_loop  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   debris = sorted(f for f in os.listdir(train_dir)
                   if "_temp" in f or ".tmp" in f or ".tempstate" in f)
-  if trainer == "examples.keras_fit":  # its own format: one .weights.h5 file per checkpoint
-    latest = (keras_loop.checkpoint_files(train_dir) or [None])[0]
-    return {"latest": latest and os.path.basename(latest), "debris": debris}
   latest = tf.train.latest_checkpoint(train_dir)
   return {"latest": os.path.basename(latest) if latest else None,
           "complete": bool(latest) and checkpoints.is_complete(latest),

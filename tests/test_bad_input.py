@@ -137,7 +137,8 @@ def test_unknown_and_malformed_flags_are_one_line(binary):
      "the two-branch model runs on 2 devices; got --num_gpus=3"),
     ("examples.model_parallel", "--steps=0", "--steps and --batch_size must be positive"),
     ("examples.keras_two_outputs", "--vehicle_weight=-1", "--vehicle_weight must be >= 0"),
-    ("examples.keras_fit", "--init_from=/tmp", "--init_from is not supported by keras_fit"),
+    ("examples.keras_fit", "--ema_reads=previous",
+     "--ema_reads=previous is not supported by keras_fit"),
     # Before: both were accepted and silently ignored.
     ("examples.keras_fit", "--precision=fp16 --loss_scale=1024",
      "--loss_scale is not supported by keras_fit"),

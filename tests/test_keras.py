@@ -5,7 +5,9 @@ step with the same number of replicas; the two-output model's losses and metrics
 names of its outputs under the strategy; the binary resumes from its checkpoints.
 """
 
-import h5py
+import dataclasses
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -55,37 +57,95 @@ def test_two_outputs_keep_their_names_losses_and_weights():
 
 
 @pytest.mark.slow
-def test_the_binary_resumes_and_matches_strategies_train(tmp_path):
+def _tensors(train_dir):
+  """Every value of the newest checkpoint; not tf.train.Checkpoint's count of the saves this
+  process made (bookkeeping: an interrupted run made more saves than an uninterrupted one)."""
+  reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(train_dir)))
+  return {k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map()
+          if k not in ("_CHECKPOINTABLE_OBJECT_GRAPH", "save_counter/.ATTRIBUTES/VARIABLE_VALUE")}
+
+
+def test_the_binary_resumes_and_writes_the_checkpoints_of_strategies_train(tmp_path):
+  # Any --max_steps (13, then 23: the last epochs are shorter), the moving averages, the
+  # global step: the checkpoint is strategies.train's, tensor for tensor, to the bit.
   common = ("--num_gpus=2", "--dataset=synthetic", "--seed=4", "--batch_size=8",
             "--save_checkpoint_steps=10", "--max_checkpoints_to_keep=2",
             "--save_summaries_steps=5")
-  first = helpers.call("examples.keras_fit", *common, "--max_steps=20",
-                      f"--train_dir={tmp_path / 'keras'}")
-  assert first.returncode == 0, first.stderr[-3000:]
-  second = helpers.call("examples.keras_fit", *common, "--max_steps=30",
+  first = helpers.call("examples.keras_fit", *common, "--max_steps=13",
                        f"--train_dir={tmp_path / 'keras'}")
+  assert first.returncode == 0, first.stderr[-3000:]
+  second = helpers.call("examples.keras_fit", *common, "--max_steps=23",
+                        f"--train_dir={tmp_path / 'keras'}")
   assert second.returncode == 0, second.stderr[-3000:]
-  assert f"Resumed from {tmp_path}/keras/keras-0002.weights.h5 at step 20" in second.stderr
-  assert sorted(p.name for p in (tmp_path / "keras").glob("*.h5")) == [
-      "keras-0002.weights.h5", "keras-0003.weights.h5"]
+  assert f"Resumed from {tmp_path}/keras/ckpt-13 at step 13" in second.stderr
+  assert sorted(p.name for p in (tmp_path / "keras").glob("*.index")) == [
+      "ckpt-20.index", "ckpt-23.index"]
   # The TensorBoard callback: the loss every --save_summaries_steps steps, in both runs.
   steps = sorted(event.step for path in (tmp_path / "keras").glob("train/events.out.*")
                  for event in tf.compat.v1.train.summary_iterator(str(path))
                  for value in event.summary.value if value.tag == "batch_loss")
-  assert steps == [5, 10, 15, 20, 25, 30]  # the resumed run goes on from step 20
-  # The custom loop of strategies.train, in-process: the same 30 steps without a restart.
-  loop = runs.tf2_train(n=2, seed=4, steps=30, per_replica_batch=8,
-                        decay_steps=schedule.decay_steps(8, 2, False))
-  with h5py.File(tmp_path / "keras" / "keras-0003.weights.h5", "r") as f:
-    # Keras stores the model's variables in creation order: cifar10.model.VARIABLE_NAMES.
-    for i, name in enumerate(runs.model.VARIABLE_NAMES):
-      np.testing.assert_array_equal(f[f"vars/{i}"][()], loop.variables[name], err_msg=name)
+  assert steps == [5, 10, 15, 20]  # the resumed run goes on from step 13
+  tf2 = helpers.call("strategies.train", *common, "--max_steps=23",
+                     f"--train_dir={tmp_path / 'tf2'}")
+  assert tf2.returncode == 0, tf2.stderr[-3000:]
+  keras_ckpt, tf2_ckpt = _tensors(tmp_path / "keras"), _tensors(tmp_path / "tf2")
+  assert keras_ckpt.keys() == tf2_ckpt.keys()
+  assert any(k.startswith("ema/") for k in keras_ckpt) and int(keras_ckpt[
+      "global_step/.ATTRIBUTES/VARIABLE_VALUE"]) == 23
+  for key, value in tf2_ckpt.items():
+    np.testing.assert_array_equal(keras_ckpt[key], value, err_msg=key)
+  # Both evaluators score it (the moving averages), and the v1 trainer starts from it.
+  for evaluator in ("strategies.eval", "compat_v1.eval"):
+    scored = helpers.call(evaluator, "--dataset=synthetic", "--seed=4", "--run_once",
+                          "--num_examples=16", f"--checkpoint_dir={tmp_path / 'keras'}",
+                          f"--eval_dir={tmp_path / evaluator}")
+    assert scored.returncode == 0, scored.stderr[-2000:]
+    assert f"(16 examples, step 23, {tmp_path}/keras/ckpt-23)" in scored.stderr
+  v1 = helpers.call("compat_v1.train", "--dataset=synthetic", "--seed=4", "--batch_size=8",
+                    "--max_steps=24", f"--init_from={tmp_path / 'keras'}",
+                    f"--train_dir={tmp_path / 'v1'}")
+  assert v1.returncode == 0, v1.stderr[-2000:]
+  assert re.search(rf"Initialized from {tmp_path}/keras\S* at step 23", v1.stderr), v1.stderr
+
+
+def test_sigterm_saves_and_the_restart_ends_with_the_uninterrupted_bits(tmp_path):
+  import os  # pylint: disable=g-import-not-at-top
+  import signal  # pylint: disable=g-import-not-at-top
+  import keras  # pylint: disable=g-import-not-at-top
+  from cifar10 import config  # pylint: disable=g-import-not-at-top
+  from cifar10 import errors  # pylint: disable=g-import-not-at-top
+  from examples import keras_loop  # pylint: disable=g-import-not-at-top
+
+  class Preempt(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+      if int(self.model.optimizer.iterations.numpy()) == 3:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+  strategy = tf2_devices.get_strategy("one_device", ["/cpu:0"])
+  run = config.TrainConfig(train_dir=str(tmp_path / "k"), dataset="synthetic", batch_size=4,
+                           max_steps=7, save_checkpoint_steps=100)
+  previous = signal.getsignal(signal.SIGTERM)
+  try:
+    with pytest.raises(errors.Stopped) as stopped:
+      keras_loop.fit(run, strategy, callbacks=[Preempt()])
+  finally:
+    signal.signal(signal.SIGTERM, previous)
+  # The signal lands after step 3's callbacks ran: step 4 is the one that stops and saves.
+  assert stopped.value.status == 143
+  assert str(stopped.value) == (f"SIGTERM after step 4; saved {tmp_path}/k/ckpt-4; run the "
+                                "same command again to continue")
+  assert keras_loop.fit(run, strategy) == 7
+  uninterrupted = tmp_path / "u"
+  keras_loop.fit(dataclasses.replace(run, train_dir=str(uninterrupted)), strategy)
+  resumed, reference = _tensors(tmp_path / "k"), _tensors(uninterrupted)
+  for key, value in reference.items():
+    np.testing.assert_array_equal(resumed[key], value, err_msg=key)
 
 
 def test_keras_fit_refuses_what_it_cannot_do(tmp_path):
   result = helpers.call("examples.keras_fit", "--dataset=synthetic", "--max_steps=25",
-                       "--save_checkpoint_steps=10", f"--train_dir={tmp_path}")
+                        "--precision=fp16", "--loss_scale=dynamic", f"--train_dir={tmp_path}")
   assert result.returncode == 2
   assert helpers.error_line(result) == (
-      "error: --max_steps=25 must be a multiple of --save_checkpoint_steps=10 (an epoch of "
-      "keras_fit is that many steps)")
+      "error: --loss_scale is not supported by keras_fit (its float16 runs without loss "
+      "scaling, as the original's --use_fp16 did); use strategies.train")
