@@ -30,25 +30,26 @@ import tensorflow as tf
 from cifar10 import checkpoints
 from cifar10 import errors
 from cifar10 import input_pipeline
-from cifar10 import model
 from cifar10 import precision
 from examples import keras_model
 from harness import ownership
 from harness import signals
+from strategies import loop
 
 
 class State:
-  """The Keras model's variables in strategies.train's checkpoint layout, and their EMA."""
+  """The Keras model's variables in strategies.train's checkpoint layout, and their EMA:
+  the parts of a strategies.step.Trainer that strategies.loop.restore uses."""
 
   def __init__(self, net, hparams):
     self.net = net
     strategy = net.distribute_strategy
     with strategy.scope():
       net.optimizer.build(net.trainable_variables)  # creates `iterations`, the step count
-      self.step = net.optimizer.iterations.value  # the tf.Variable under Keras's wrapper
+      self.global_step = net.optimizer.iterations.value  # the tf.Variable under Keras's wrapper
       self.params = {n: v.value for n, v in net.params.items()}
       self.ema = tf.train.ExponentialMovingAverage(hparams.moving_average_decay,
-                                                   num_updates=self.step)
+                                                   num_updates=self.global_step)
       self.ema.apply(list(self.params.values()))  # shadows: eagerly, under the scope
     self.averages = {n: self.ema.average(v) for n, v in self.params.items()}
 
@@ -63,7 +64,8 @@ class State:
     return tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(v)) for v in tracked]))
 
   def checkpoint(self):
-    return tf.train.Checkpoint(global_step=self.step, params=self.params, ema=self.averages)
+    return tf.train.Checkpoint(global_step=self.global_step, params=self.params,
+                               ema=self.averages)
 
 
 class _Steps(keras.callbacks.Callback):
@@ -77,7 +79,7 @@ class _Steps(keras.callbacks.Callback):
     self.stopped_at = None
 
   def on_train_batch_end(self, batch, logs=None):
-    step = int(self.state.step.numpy())  # steps done
+    step = int(self.state.global_step.numpy())  # steps done
     loss = (logs or {}).get("loss")
     if loss is not None and not tf.math.is_finite(float(loss)):
       raise errors.NonFiniteLoss(step - 1, tf.train.latest_checkpoint(self.config.train_dir))
@@ -111,24 +113,6 @@ class _TensorBoard(keras.callbacks.TensorBoard):
     self._global_train_batch = self.start_step  # pylint: disable=protected-access
 
 
-def restore(config, state, path):
-  """Resumes from checkpoint `path`, or starts from --init_from; returns the step."""
-  if path is not None:
-    try:
-      state.checkpoint().restore(path).assert_existing_objects_matched()
-    except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
-      raise errors.cannot_resume(path, e) from None
-    logging.info("Resumed from %s at step %d", path, state.step.numpy())
-  elif config.init_from:
-    start = checkpoints.read(config.init_from)
-    for name in model.VARIABLE_NAMES:
-      state.params[name].assign(start.weights[name])
-      state.averages[name].assign(start.averages[name])
-    state.step.assign(start.global_step)
-    logging.info("Initialized from %s at step %d", config.init_from, start.global_step)
-  return int(state.step.numpy())
-
-
 def fit(config, strategy, callbacks=()):
   """Trains with model.fit under `strategy`; returns the final step count. `callbacks` go
   to fit after the loop's own (the benchmark's clock is one). Raises errors.Stopped after
@@ -147,7 +131,7 @@ def _fit(config, strategy, extra_callbacks):
   resume_from, _ = checkpoints.recover(config.train_dir, repair=True)
   manager = tf.train.CheckpointManager(state.checkpoint(), config.train_dir,
                                        max_to_keep=config.max_checkpoints_to_keep)
-  start = restore(config, state, resume_from)
+  start = loop.restore(config, state, resume_from)  # the same resume as strategies.train
   if start >= config.max_steps:
     logging.info("Step %d already reached --max_steps=%d; nothing to do", start,
                  config.max_steps)
@@ -182,6 +166,6 @@ def _fit(config, strategy, extra_callbacks):
     raise errors.stopped(steps.stopped_at,
                          os.path.join(config.train_dir, f"ckpt-{steps.stopped_at}"),
                          stop_requested.signal, config.preemption_exit_code)
-  step = int(state.step.numpy())
+  step = int(state.global_step.numpy())
   logging.info("Done: step %d, checkpoint %s", step, tf.train.latest_checkpoint(config.train_dir))
   return step

@@ -225,8 +225,9 @@ def from_slurm(layout, port_base=SLURM_PORT_BASE, environ=None):
 
 def resolve(resolver, layout, port_base=SLURM_PORT_BASE, environ=None):
   """This process's Task from --cluster_resolver (auto: TF_CONFIG if set, else Slurm's step
-  if this is one of several tasks, else none: `srun -n 1` trains on its machine). A Slurm task's cluster is written into this process's
-  TF_CONFIG, where TensorFlow's strategies and the rest of this project read it."""
+  if this is one of several tasks, else none: `srun -n 1` trains on its machine). A Slurm
+  task's cluster is written into this process's TF_CONFIG, where TensorFlow's strategies and
+  the rest of this project read it."""
   environ = os.environ if environ is None else environ
   if resolver not in RESOLVERS:
     raise UsageError(f"--cluster_resolver must be one of {', '.join(RESOLVERS)}, got "

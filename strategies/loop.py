@@ -82,9 +82,10 @@ def distributed_input(config, strategy, source, start):
   if (workers == 1 and isinstance(strategy, tf.distribute.MirroredStrategy)
       and all("CPU" in d.upper() for d in replica_devices)):
     # Replicas on this host's CPUs: one pipeline per replica, each making its rows of the
-    # global batch, read where it is made (MirroredStrategy only has this mode). The default (one pipeline, its batches split
-    # and sent through a MultiDeviceIterator) costs a copy per replica and stalls up to
-    # 3.7 s when the iterator is deleted mid-prefetch (measured; BENCHMARKS.md).
+    # global batch, read where it is made (MirroredStrategy only has this mode). The default
+    # (one pipeline, its batches split and sent through a MultiDeviceIterator) costs a copy
+    # per replica and stalls up to 3.7 s when the iterator is deleted mid-prefetch
+    # (measured; BENCHMARKS.md).
     options = tf.distribute.InputOptions(
         experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
         experimental_fetch_to_device=False)

@@ -175,6 +175,38 @@ def test_the_slurm_script_trains_like_mirrored(tmp_path):
     np.testing.assert_array_equal(job_weights[key], value, err_msg=key)
 
 
+def _slurm_env(rank, tasks):
+  """What Slurm gives task `rank` of `srun -N1 -n<tasks>` on a node named localhost."""
+  env = dict(helpers.env(), SLURM_PROCID=str(rank), SLURM_LOCALID=str(rank),
+             SLURM_NODEID="0", SLURM_STEP_NODELIST="localhost", SLURM_JOB_NODELIST="localhost",
+             SLURM_STEP_NUM_TASKS=str(tasks), SLURM_NTASKS=str(tasks),
+             SLURM_STEP_TASKS_PER_NODE=str(tasks), SLURM_TASKS_PER_NODE=str(tasks),
+             SLURMD_NODENAME="localhost", SLURM_JOB_ID="4242")
+  env.pop("TF_CONFIG", None)
+  return env
+
+
+@pytest.mark.slow
+def test_the_v1_ps_worker_job_runs_as_a_slurm_step(tmp_path):
+  # The TF1 recipe under srun: the first --slurm_ps_tasks tasks serve, the rest train.
+  from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top
+  base = next(p for p in launcher.free_ports(8) if _free(p + 1) and _free(p + 2))
+  flags = ["--dataset=synthetic", "--batch_size=4", "--max_steps=5", "--log_frequency=1",
+           f"--train_dir={tmp_path}", f"--slurm_port_base={base}"]
+  argv = [sys.executable, "-m", "compat_v1.train", *flags]
+  ps = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                        env=_slurm_env(0, 3), cwd="/")
+  try:
+    results = _run_all([(f"worker:{i}", argv, _slurm_env(i + 1, 3)) for i in range(2)])
+  finally:
+    ps.kill()
+    out, _ = ps.communicate()
+  assert f"ps:0 serving at localhost:{base}" in out, out[-2000:]
+  for name, (status, worker_out) in results.items():
+    assert status == 0, f"{name}:\n{worker_out[-3000:]}"
+  assert checkpoints.read(str(tmp_path)).global_step >= 5
+
+
 def _free(port):
   import socket  # pylint: disable=g-import-not-at-top
   with socket.socket() as probe:
