@@ -13,6 +13,9 @@ from cifar10.errors import PREEMPTED_EXIT_STATUS
 from cifar10.errors import UsageError
 from cifar10.hparams import DEFAULT
 
+# Both trainers hold the learning rate as a float32: a larger one would silently become Inf.
+FLOAT32_MAX = 3.4028234663852886e38
+
 DATASETS = ("synthetic", "cifar10_bin", "cifar10")
 # Which weights and step the moving averages read in a training step: those the update
 # produces, or those it replaces (the original's usual, but unenforced, order).
@@ -121,8 +124,9 @@ class TrainConfig:
       _positive(name, getattr(self, name))
     _seed(self.seed)
     _non_negative("decay_steps", self.decay_steps)
-    if not 0 < self.learning_rate < float("inf"):
-      raise UsageError(f"--learning_rate must be positive and finite, got {self.learning_rate}")
+    if not 0 < self.learning_rate <= FLOAT32_MAX:
+      raise UsageError("--learning_rate must be positive and finite as a float32 (at most "
+                       f"{FLOAT32_MAX:.7g}), got {self.learning_rate}")
     check_dataset(self.dataset, self.data_dir)
     if self.precision not in PRECISIONS:
       raise UsageError(f"--precision must be one of {', '.join(PRECISIONS)}, got "

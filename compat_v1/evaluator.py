@@ -58,6 +58,16 @@ class Evaluator:
       self.writer = v1.summary.FileWriter(config.eval_dir, self.graph)
     self.graph.finalize()
 
+  def close(self):
+    """Closes the summary writer (an open v1 FileWriter keeps a thread running)."""
+    self.writer.close()
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc):
+    self.close()
+
   def evaluate(self, path):
     """Returns (precision @ 1, global step) of checkpoint `path` and writes the summary."""
     with v1.Session(graph=self.graph) as sess:
@@ -79,4 +89,5 @@ class Evaluator:
 def run(config):
   """Evaluates the newest checkpoint once, or each new one every eval_interval_secs."""
   ownership.usable_dir(config.eval_dir, "eval_dir")
-  return polling.evaluate_each(Evaluator(config).evaluate, config)
+  with Evaluator(config) as scorer:
+    return polling.evaluate_each(scorer.evaluate, config)

@@ -103,7 +103,6 @@ def run(config, devices, session_config, dataset=None, on_step=None):
 
 
 def _run(config, devices, session_config, dataset, on_step):
-  n = len(devices)
   latest, keep = checkpoints.recover(config.train_dir)
   init_path = checkpoints.resolve(config.init_from) if config.init_from and not latest else None
   resume_from = latest or init_path
@@ -114,6 +113,16 @@ def _run(config, devices, session_config, dataset, on_step):
     return start
   arrays = dataset if dataset is not None else inputs.load(config, "train")
   b = build(config, devices, start, arrays, init_path)
+  try:
+    return _train(config, devices, session_config, on_step, b, start, latest, keep, init_path)
+  finally:
+    # On every exit: a FileWriter left open loses what it holds since its last flush (its
+    # thread dies with the process), i.e. the summaries of the steps before a failure.
+    b.writer.close()
+
+
+def _train(config, devices, session_config, on_step, b, start, latest, keep, init_path):
+  n = len(devices)
   logging.info("Training %s on %d tower(s) %s, global batch %d, decay every %d steps",
                config.dataset, n, devices, config.global_batch_size(n),
                config.steps_between_decays(n))
@@ -157,9 +166,7 @@ def _run(config, devices, session_config, dataset, on_step):
         if on_step:
           on_step(step, out[1], out[2])
         if stopping:
-          b.writer.close()
           raise errors.stopped(done, path, stop_requested.signal,
                                config.preemption_exit_code)
-  b.writer.close()
   logging.info("Done: step %d, checkpoint %s", config.max_steps, last_checkpoint(config))
   return config.max_steps

@@ -37,6 +37,16 @@ class Evaluator:
     return (tf.reduce_sum(tf.cast(tf.math.in_top_k(labels, logits, 1), tf.int64)),
             tf.size(labels, out_type=tf.int64))
 
+  def close(self):
+    """Closes the summary writer, flushing what it holds."""
+    self.writer.close()
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc):
+    self.close()
+
   def evaluate(self, path):
     """Returns (precision @ 1, global step) of checkpoint `path` and writes the summary."""
     state = checkpoints.read(path, kinds=("ema", "step"))
@@ -55,4 +65,5 @@ class Evaluator:
 def run(config):
   """Evaluates the newest checkpoint once, or each new one every eval_interval_secs."""
   ownership.usable_dir(config.eval_dir, "eval_dir")
-  return polling.evaluate_each(Evaluator(config).evaluate, config)
+  with Evaluator(config) as scorer:
+    return polling.evaluate_each(scorer.evaluate, config)

@@ -5,6 +5,9 @@ need no GPU; single-device tests just use /cpu:0.
 """
 
 import os
+import threading
+
+import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -20,3 +23,21 @@ NUM_LOGICAL_CPUS = 4
 tf.config.set_logical_device_configuration(
     tf.config.list_physical_devices("CPU")[0],
     [tf.config.LogicalDeviceConfiguration()] * NUM_LOGICAL_CPUS)
+
+
+# The thread of a tf.compat.v1 FileWriter: one left running means a writer never closed,
+# whose events since its last flush are lost when the process ends.
+_WRITER_THREAD = "EventLoggerThread"
+
+
+def _writer_threads():
+  return {t for t in threading.enumerate() if t.name == _WRITER_THREAD and t.is_alive()}
+
+
+@pytest.fixture(autouse=True)
+def no_summary_writer_left_open():
+  """Every run in this process closes its summary writers, on success and on failure."""
+  before = _writer_threads()
+  yield
+  left = _writer_threads() - before
+  assert not left, f"{len(left)} summary writer(s) left open"

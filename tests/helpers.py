@@ -78,6 +78,19 @@ def train_v1(train_config, num_gpus=1, **kwargs):
   return loop.run(train_config, names, session_config, **kwargs)
 
 
+def summary_steps(folder):
+  """{tag: [step, ...]} of the summaries in the events files directly in `folder`, in the
+  order written (each file read whole: a file cut mid-record fails here)."""
+  import glob  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  steps = {}
+  for path in sorted(glob.glob(os.path.join(str(folder), "events.out.tfevents.*"))):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        steps.setdefault(value.tag, []).append(event.step)
+  return steps
+
+
 def call(module, *args):
   """`python -m module args...` inside this process (harness.cli.call: the same parsing, the
   same one-line errors); returns a CompletedProcess with returncode and stderr (its log

@@ -155,7 +155,8 @@ def test_each_evaluator_scores_each_example_once_from_the_other_trainers_checkpo
 def test_v1_nan_loss_is_the_same_one_line_error(tmp_path):
   result = helpers.call("compat_v1.train", *COMMON, "--dataset=synthetic",
                         f"--train_dir={tmp_path}", "--max_steps=30",
-                        "--learning_rate=1e4", "--save_checkpoint_steps=1")
+                        "--learning_rate=1e4", "--save_checkpoint_steps=1",
+                        "--save_summaries_steps=1")
   assert result.returncode == 2 and "Traceback" not in result.stderr
   line = helpers.error_line(result)
   assert re.fullmatch(r"error: loss is NaN or Inf at step \d+; nothing of this step was applied "
@@ -166,3 +167,7 @@ def test_v1_nan_loss_is_the_same_one_line_error(tmp_path):
   assert state.global_step == step
   for name, value in {**state.weights, **state.averages}.items():
     assert np.all(np.isfinite(value)), name
+  # The summaries of every step before the failed one, the events file whole: before, the
+  # FileWriter was closed on success only, and a failed run left its file cut mid-record.
+  tags = helpers.summary_steps(tmp_path)
+  assert tags["total_loss"] == tags["learning_rate"] == list(range(step))

@@ -81,10 +81,8 @@ def test_the_binary_resumes_and_writes_the_checkpoints_of_strategies_train(tmp_p
   assert sorted(p.name for p in (tmp_path / "keras").glob("*.index")) == [
       "ckpt-20.index", "ckpt-23.index"]
   # The TensorBoard callback: the loss every --save_summaries_steps steps, in both runs.
-  steps = sorted(event.step for path in (tmp_path / "keras").glob("train/events.out.*")
-                 for event in tf.compat.v1.train.summary_iterator(str(path))
-                 for value in event.summary.value if value.tag == "batch_loss")
-  assert steps == [5, 10, 15, 20]  # the resumed run goes on from step 13
+  assert sorted(helpers.summary_steps(tmp_path / "keras" / "train")["batch_loss"]) == [
+      5, 10, 15, 20]  # the resumed run goes on from step 13
   tf2 = helpers.call("strategies.train", *common, "--max_steps=23",
                      f"--train_dir={tmp_path / 'tf2'}")
   assert tf2.returncode == 0, tf2.stderr[-3000:]

@@ -81,19 +81,28 @@ def test_an_eval_dir_that_is_a_file_is_one_line(evaluator, tmp_path):
 
 @TRAINERS
 def test_non_finite_weights_are_never_saved(trainer, tmp_path):
-  # lr 1e300: the first step's loss is finite, its update is not (the loss check alone let
-  # TF2 save Inf weights at step 1, which no later run could resume from).
-  flags = ("--dataset=synthetic", "--batch_size=4", "--max_steps=4", "--learning_rate=1e300",
-           "--save_checkpoint_steps=1", "--save_summaries_steps=2", f"--train_dir={tmp_path}")
-  line = _check(helpers.call(trainer, *flags), "NaN or Inf")
-  assert "Lower --learning_rate" in line
+  # A finite loss whose update is not: one local4 weight of the --init_from checkpoint is
+  # 1000, and its weight-decay gradient (0.004 x 1000) times the largest float32 rate
+  # overflows. Before: the loss check alone let TF2 save Inf weights at step 1, which no
+  # later run could resume from.
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  for path in tf.io.gfile.glob(f"{tmp_path}/*.index"):
-    reader = tf.train.load_checkpoint(path[:-len(".index")])
-    values = [reader.get_tensor(k) for k in reader.get_variable_to_shape_map()]
-    for value in values:
-      assert np.all(np.isfinite(np.asarray(value, np.float64))), path
+  from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top
+  from cifar10 import config  # pylint: disable=g-import-not-at-top
+  from cifar10 import model  # pylint: disable=g-import-not-at-top
+  weights = model.initial_values(0)
+  weights["local4/weights"][0, 0] = 1000.0
+  names = [*weights, *(n + checkpoints.EMA_SUFFIX for n in weights), "global_step"]
+  start = str(tmp_path / "start" / "model.ckpt-0")  # the original tutorial's names
+  tf.raw_ops.SaveV2(prefix=start, tensor_names=names, shape_and_slices=[""] * len(names),
+                    tensors=[*weights.values(), *weights.values(), np.int64(0)])
+  train_dir = tmp_path / "train"
+  line = _check(helpers.call(trainer, "--dataset=synthetic", "--batch_size=4", "--max_steps=4",
+                             f"--learning_rate={config.FLOAT32_MAX}", f"--init_from={start}",
+                             "--save_checkpoint_steps=1", f"--train_dir={train_dir}"),
+                "weights or moving averages are NaN or Inf after step 0; not saved")
+  assert "Lower --learning_rate" in line
+  assert not list(train_dir.glob("*.index"))
 
 
 def test_sigterm_stays_handled_after_the_loop_until_the_process_exits():
@@ -178,7 +187,7 @@ def test_a_malformed_tf_config_is_one_line_where_it_matters(trainer, value, expe
 def test_a_failed_keras_run_leaves_tf_summary_recording_in_this_process(tmp_path):
   # keras_fit stopped by the non-finite check inside fit; the TF2 loop run after it in the
   # same process must still write its summaries.
-  flags = ("--dataset=synthetic", "--batch_size=4", "--max_steps=2", "--learning_rate=1e300",
+  flags = ("--dataset=synthetic", "--batch_size=4", "--max_steps=2", "--learning_rate=1e38",
            "--save_checkpoint_steps=1")
   assert helpers.call("examples.keras_fit", *flags, f"--train_dir={tmp_path / 'k'}"
                       ).returncode == 2
@@ -191,8 +200,11 @@ def test_a_failed_keras_run_leaves_tf_summary_recording_in_this_process(tmp_path
 @pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
 @pytest.mark.parametrize("flag,expected", [
     ("--seed=9223372036854775808", "--seed must be in [0, 2**63), got 9223372036854775808"),
-    ("--learning_rate=inf", "--learning_rate must be positive and finite, got inf"),
-    ("--learning_rate=nan", "--learning_rate must be positive and finite, got nan"),
+    ("--learning_rate=inf", "--learning_rate must be positive and finite as a float32 (at most "
+     "3.402823e+38), got inf"),
+    ("--learning_rate=nan", "finite as a float32 (at most 3.402823e+38), got nan"),
+    # Before: accepted, and Inf in the trainers (with numpy's overflow warning on stderr).
+    ("--learning_rate=1e300", "finite as a float32 (at most 3.402823e+38), got 1e+300"),
 ])
 def test_seeds_and_rates_tensorflow_cannot_hold_are_one_line(trainer, flag, expected, tmp_path):
   _check(helpers.call(trainer, *FLAGS, flag, f"--train_dir={tmp_path}"), expected)
@@ -403,37 +415,40 @@ def test_an_evaluator_skips_a_checkpoint_the_trainer_deletes_while_it_is_read(
   # misleading "Variable name ... missing").
   import importlib  # pylint: disable=g-import-not-at-top
   from cifar10 import config  # pylint: disable=g-import-not-at-top
-  from harness import polling  # pylint: disable=g-import-not-at-top
   train_dir = str(tmp_path / "train")
   train = lambda steps: helpers.call(trainer, *FLAGS, f"--max_steps={steps}",
                                      "--max_checkpoints_to_keep=1", f"--train_dir={train_dir}")
   assert train(1).returncode == 0
   for run_once in (True, False):
-    scorer = importlib.import_module(evaluator).Evaluator(config.EvalConfig(
+    with importlib.import_module(evaluator).Evaluator(config.EvalConfig(
         checkpoint_dir=train_dir, eval_dir=str(tmp_path / "eval"), num_examples=8,
-        batch_size=8, run_once=run_once, eval_interval_secs=1, dataset="synthetic"))
-    seen = []
+        batch_size=8, run_once=run_once, eval_interval_secs=1, dataset="synthetic")) as scorer:
+      _evaluate_while_the_trainer_deletes(scorer, train, run_once)
 
-    def evaluate(path):
-      seen.append(os.path.basename(path))
-      if len(seen) == 1:  # the trainer moves on meanwhile, and deletes `path`
-        assert train(int(path.rsplit("-", 1)[1]) + 1).returncode == 0
-        assert not os.path.exists(path + ".index")
-      result = scorer.evaluate(path)
-      if not run_once:
-        raise _Done(result)
-      return result
 
-    config_ = scorer.config
-    if run_once:
-      _, step = polling.evaluate_each(evaluate, config_)
-      assert step == 2
-      assert [s.split("ckpt-")[1] for s in seen] == ["1", "2"]
-    else:
-      with pytest.raises(_Done) as done:
-        polling.evaluate_each(evaluate, config_)
-      assert done.value.args[0][1] == 3
-      assert [s.split("ckpt-")[1] for s in seen] == ["2", "3"]
+def _evaluate_while_the_trainer_deletes(scorer, train, run_once):
+  from harness import polling  # pylint: disable=g-import-not-at-top
+  seen = []
+
+  def evaluate(path):
+    seen.append(os.path.basename(path))
+    if len(seen) == 1:  # the trainer moves on meanwhile, and deletes `path`
+      assert train(int(path.rsplit("-", 1)[1]) + 1).returncode == 0
+      assert not os.path.exists(path + ".index")
+    result = scorer.evaluate(path)
+    if not run_once:
+      raise _Done(result)
+    return result
+
+  if run_once:
+    _, step = polling.evaluate_each(evaluate, scorer.config)
+    assert step == 2
+    assert [s.split("ckpt-")[1] for s in seen] == ["1", "2"]
+  else:
+    with pytest.raises(_Done) as done:
+      polling.evaluate_each(evaluate, scorer.config)
+    assert done.value.args[0][1] == 3
+    assert [s.split("ckpt-")[1] for s in seen] == ["2", "3"]
 
 
 @pytest.mark.parametrize("trainer", ["tf2", "v1"])

@@ -76,11 +76,7 @@ def test_checkpoints_hold_weights_ema_and_exact_step(reference):
 
 def test_summaries_hold_loss_lr_and_histograms_every_interval(reference):
   train_dir, _ = reference
-  tags = {}
-  for path in glob.glob(f"{train_dir}/events.out.tfevents.*"):
-    for event in tf.compat.v1.train.summary_iterator(path):
-      for value in event.summary.value:
-        tags.setdefault(value.tag, []).append(event.step)
+  tags = helpers.summary_steps(train_dir)
   assert tags["loss"] == [0, 10, 20, 30]
   assert tags["learning_rate"] == [0, 10, 20, 30]
   assert tags["local3/weights/values"] == [0, 10, 20, 30]
@@ -153,7 +149,8 @@ def test_sigterm_saves_and_a_restart_finishes_with_the_uninterrupted_weights(ref
 
 
 def test_nan_loss_stops_with_one_line_and_saves_nothing_non_finite(tmp_path):
-  result = _train(tmp_path, "--max_steps=30", "--learning_rate=1e4", "--save_checkpoint_steps=1")
+  result = _train(tmp_path, "--max_steps=30", "--learning_rate=1e4", "--save_checkpoint_steps=1",
+                  "--save_summaries_steps=1")
   assert result.returncode == 2
   line = helpers.error_line(result)
   assert re.fullmatch(r"error: loss is NaN or Inf at step \d+; nothing of this step was applied "
@@ -165,6 +162,9 @@ def test_nan_loss_stops_with_one_line_and_saves_nothing_non_finite(tmp_path):
   assert last.endswith(f"ckpt-{step}")
   for key, value in _variables(last).items():
     assert np.all(np.isfinite(value)), key
+  # The summaries of every step before the failed one, the ones that explain it.
+  tags = helpers.summary_steps(tmp_path)
+  assert tags["total_loss"] == tags["learning_rate"] == list(range(step))
 
 
 def _precision_from_log(stderr):
