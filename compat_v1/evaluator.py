@@ -8,6 +8,8 @@ tutorial's) and assigned by `restore.Loader`, not a Saver: a Saver refuses the o
 float32 global step and float16 (`--use_fp16`) weights. Every checkpoint is scored alike.
 """
 
+import contextlib
+
 import tensorflow as tf
 
 from cifar10 import checkpoints
@@ -62,12 +64,6 @@ class Evaluator:
     """Closes the summary writer (an open v1 FileWriter keeps a thread running)."""
     self.writer.close()
 
-  def __enter__(self):
-    return self
-
-  def __exit__(self, *exc):
-    self.close()
-
   def evaluate(self, path):
     """Returns (precision @ 1, global step) of checkpoint `path` and writes the summary."""
     with v1.Session(graph=self.graph) as sess:
@@ -89,5 +85,5 @@ class Evaluator:
 def run(config):
   """Evaluates the newest checkpoint once, or each new one every eval_interval_secs."""
   ownership.usable_dir(config.eval_dir, "eval_dir")
-  with Evaluator(config) as scorer:
+  with contextlib.closing(Evaluator(config)) as scorer:
     return polling.evaluate_each(scorer.evaluate, config)

@@ -6,6 +6,8 @@ split are classified on one device, each exactly once (the last batch holds the 
 (cifar10.checkpoints maps the names).
 """
 
+import contextlib
+
 import tensorflow as tf
 
 from cifar10 import checkpoints
@@ -41,12 +43,6 @@ class Evaluator:
     """Closes the summary writer, flushing what it holds."""
     self.writer.close()
 
-  def __enter__(self):
-    return self
-
-  def __exit__(self, *exc):
-    self.close()
-
   def evaluate(self, path):
     """Returns (precision @ 1, global step) of checkpoint `path` and writes the summary."""
     state = checkpoints.read(path, kinds=("ema", "step"))
@@ -65,5 +61,5 @@ class Evaluator:
 def run(config):
   """Evaluates the newest checkpoint once, or each new one every eval_interval_secs."""
   ownership.usable_dir(config.eval_dir, "eval_dir")
-  with Evaluator(config) as scorer:
+  with contextlib.closing(Evaluator(config)) as scorer:
     return polling.evaluate_each(scorer.evaluate, config)

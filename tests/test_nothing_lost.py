@@ -413,6 +413,7 @@ def test_an_evaluator_skips_a_checkpoint_the_trainer_deletes_while_it_is_read(
   # The race of continuous evaluation against a trainer that keeps one checkpoint: the
   # checkpoint found is deleted before it is read. Before: the evaluator died (exit 2, a
   # misleading "Variable name ... missing").
+  import contextlib  # pylint: disable=g-import-not-at-top
   import importlib  # pylint: disable=g-import-not-at-top
   from cifar10 import config  # pylint: disable=g-import-not-at-top
   train_dir = str(tmp_path / "train")
@@ -420,9 +421,9 @@ def test_an_evaluator_skips_a_checkpoint_the_trainer_deletes_while_it_is_read(
                                      "--max_checkpoints_to_keep=1", f"--train_dir={train_dir}")
   assert train(1).returncode == 0
   for run_once in (True, False):
-    with importlib.import_module(evaluator).Evaluator(config.EvalConfig(
+    with contextlib.closing(importlib.import_module(evaluator).Evaluator(config.EvalConfig(
         checkpoint_dir=train_dir, eval_dir=str(tmp_path / "eval"), num_examples=8,
-        batch_size=8, run_once=run_once, eval_interval_secs=1, dataset="synthetic")) as scorer:
+        batch_size=8, run_once=run_once, eval_interval_secs=1, dataset="synthetic"))) as scorer:
       _evaluate_while_the_trainer_deletes(scorer, train, run_once)
 
 
