@@ -115,6 +115,8 @@ class TrainConfig:
   profile_steps: Optional[tuple] = None  # (A, B): profile 0-based steps A..B
   preemption_exit_code: int = PREEMPTED_EXIT_STATUS  # the exit status after a SIGTERM save
   override_run_config: bool = False  # resume train_dir's run with other settings on purpose
+  # The command's flags as a --flagfile (harness.options), kept in train_dir; not a setting.
+  flagfile: Optional[str] = dataclasses.field(default=None, compare=False, repr=False)
 
   def __post_init__(self):
     if not self.train_dir:

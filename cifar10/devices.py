@@ -2,11 +2,10 @@
 
 Pure decisions, tested without GPUs: `visible_gpu_indices` (--visible_gpus, --cpu_only),
 `plan` (`/gpu:0..N-1`, or on a machine without GPUs `/cpu:0..N-1`, N logical CPU devices) and
-`memory_limit_mb` (either form of the memory cap). strategies.devices applies the plan with
+`memory_limit_mb` (either form of the memory cap; harness.gpu_memory asks nvidia-smi for the
+total a fraction needs). strategies.devices applies the plan with
 tf.config, compat_v1.devices writes it into a ConfigProto.
 """
-
-import subprocess
 
 from absl import logging
 
@@ -54,14 +53,3 @@ def memory_limit_mb(config, total_memory_mb):
     raise UsageError("--per_process_gpu_memory_fraction needs the GPU's total memory and "
                      "nvidia-smi did not report it; use --gpu_memory_limit_mb instead")
   return int(config.memory_fraction * total_memory_mb)
-
-
-def total_gpu_memory_mb():
-  # TF2 has no fraction setting, only an absolute limit; the smallest GPU bounds all of them.
-  try:
-    out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,"
-                          "nounits"], capture_output=True, text=True, timeout=10, check=True)
-    return min(int(v) for v in out.stdout.split())
-  except (OSError, ValueError, subprocess.SubprocessError):
-    return None
-

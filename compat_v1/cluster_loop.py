@@ -21,6 +21,7 @@ MultiWorkerMirroredStrategy's job (strategies.launch).
 Each worker reads shard k of K of the shared stream (rows k*G/K .. of each global batch G).
 """
 
+import os
 import threading
 import time
 
@@ -28,13 +29,11 @@ from absl import logging
 import tensorflow as tf
 
 from cifar10 import checkpoints
-from cifar10 import errors
 from cifar10 import precision
 from compat_v1 import inputs
+from compat_v1 import restore
 from compat_v1.step import build_train_graph
-from harness import ownership
-from harness import progress
-from harness import signals
+from harness import driver
 from harness import watchdog
 
 v1 = tf.compat.v1
@@ -77,92 +76,141 @@ def run(config, devices, proto, task, sync_replicas=False, peer_timeout_secs=300
   cluster, job, index = tf.train.ClusterSpec(task.training_cluster), task.type, task.index
   if job == "ps":
     serve(cluster, job, index, proto)
-    return
-  if index == 0:  # the chief writes train_dir: one run per train_dir
-    workers = cluster.num_tasks("worker")
-    with ownership.own_run(config, len(devices) * workers):
-      _work(config, devices, proto, cluster, index, sync_replicas, peer_timeout_secs)
-  else:
-    _work(config, devices, proto, cluster, index, sync_replicas, peer_timeout_secs)
-
-
-def _work(config, devices, proto, cluster, index, sync_replicas, peer_timeout_secs):
-  """A worker's life: build, wait for the chief (unless it is the chief), train."""
+    return None
+  backend = Backend(config, devices, proto, cluster, index, sync_replicas, peer_timeout_secs)
   workers = cluster.num_tasks("worker")
-  server = v1.train.Server(cluster, job_name="worker", task_index=index, config=proto)
-  chief = index == 0
-  worker_device = f"/job:worker/task:{index}"
-  latest, keep = checkpoints.recover(config.train_dir, repair=chief)
-  start = checkpoints.read(latest).global_step if latest else 0
-  decay_steps = config.steps_between_decays(len(devices) * workers)
-  global_batch = config.global_batch_size(len(devices) * workers)
-  arrays = inputs.load(config, "train")
-  graph = tf.Graph()
-  with graph.as_default():
-    with tf.device(worker_device + "/cpu:0"):
-      # Async workers step independently; the global step is the best place to resume.
-      images, labels, input_init, feed = inputs.train_batch(
-          arrays, seed=config.seed, global_batch_size=global_batch, start_step=start,
-          shard=(index, workers))
-    with v1.device(v1.train.replica_device_setter(worker_device=worker_device,
-                                                   cluster=cluster)):
-      g = build_train_graph(
-          images, labels, devices, seed=config.seed, decay_steps=decay_steps,
-          hparams=config.hparams, compute_dtype=precision.compute_dtype(config.precision),
-          loss_scale=config.scale, sync_replicas=workers if sync_replicas else 0,
-          is_chief=chief,
-          ema_reads=config.ema_reads)
-      # Read after this worker's train op: with SyncReplicas that op returns once the update
-      # it waited for is applied, so this is the step after it (fetched alongside the train
-      # op, the step is read before the update lands).
-      with tf.control_dependencies([g.train_op]):
-        step_after = tf.identity(g.global_step.read_value())
-    # Global variables only: local ones (SyncReplicas' local step) are this worker's to init.
-    uninitialized = None if chief else v1.report_uninitialized_variables(v1.global_variables())
-    # MonitoredTrainingSession's default saver, plus what the single-machine loop's has:
-    # --max_checkpoints_to_keep (across restarts too) and paths relative to train_dir.
-    saver = v1.train.Saver(sharded=True, max_to_keep=config.max_checkpoints_to_keep,
-                           save_relative_paths=True)
-    saver.recover_last_checkpoints(keep)
-  hooks = [v1.train.StopAtStepHook(last_step=config.max_steps),
-           v1.train.NanTensorHook(g.loss),
-           inputs.InitializeHook(input_init, feed)] + list(g.hooks)
   # A synchronous update consumes every worker's batch; an asynchronous one, this worker's.
-  step_batch = global_batch if sync_replicas else global_batch // workers
-  logger = progress.StepLogger(start, config.max_steps, step_batch, config.log_frequency)
-  step = start
-  if sync_replicas and chief:
-    threading.excepthook = _quiet_token_queue
-  with graph.as_default(), watchdog.deadline(
-      peer_timeout_secs, f"worker:{index}: the ps tasks and the chief of {cluster.as_dict()} were not all "
-      f"up within {peer_timeout_secs} s (--peer_timeout_secs); check that "
-      "each one was started and that its port is reachable"):
-    if not chief:
-      _wait_for_chief(graph, server.target, proto, uninitialized)
-    session = v1.train.MonitoredTrainingSession(
-        master=server.target, is_chief=chief, checkpoint_dir=config.train_dir, hooks=hooks,
-        save_checkpoint_steps=config.save_checkpoint_steps,
-        save_summaries_steps=config.save_summaries_steps, log_step_count_steps=0,
-        scaffold=v1.train.Scaffold(saver=saver),
-        stop_grace_period_secs=STOP_GRACE_SECS, config=proto)
-  with graph.as_default(), session as sess:
-    local_steps = 0  # this worker's gradient computations (its own train_op runs)
-    last = lambda: tf.train.latest_checkpoint(config.train_dir)
-    with signals.stop_on_signals() as stop_requested:
-      while not sess.should_stop() and not stop_requested:
-        try:
-          with errors.loss_checked(step, last):
-            _, loss, step = sess.run([g.train_op, g.loss, step_after])
-        except v1.train.NanLossDuringTrainingError:
-          raise errors.NonFiniteLoss(step, last()) from None
-        local_steps += 1
-        logger.after_step(step - 1, lambda: loss)
-  # Leaving the session above ran its hooks' end(): the chief's CheckpointSaverHook saved
-  # the step reached, so a stop on SIGTERM loses nothing. Other workers may still have
-  # updated the shared step after this worker's last one: name the step that was saved.
-  if stop_requested and step < config.max_steps:
-    path = last()
-    raise errors.stopped(int(path.rsplit("-", 1)[1]) if path else step, path,
-                         stop_requested.signal, config.preemption_exit_code)
-  logging.info("worker:%d done at global step %d after %d local steps", index, step,
-               local_steps)
+  global_batch = config.global_batch_size(len(devices) * workers)
+  return driver.train(config, backend, replicas=len(devices) * workers,
+                      global_batch=global_batch if sync_replicas else global_batch // workers,
+                      chief=index == 0)
+
+
+class Backend:
+  """One worker of the job for harness.driver; worker 0 is the chief, which owns train_dir,
+  writes the summaries and saves. The others only train (and stop with the job)."""
+
+  def __init__(self, config, devices, proto, cluster, index, sync_replicas, peer_timeout_secs):
+    self.config, self.devices, self.proto, self.cluster = config, devices, proto, cluster
+    self.index, self.sync_replicas, self.peer_timeout_secs = index, sync_replicas, peer_timeout_secs
+    self.chief = index == 0
+    self.server = v1.train.Server(cluster, job_name="worker", task_index=index, config=proto)
+    self.keep, self.values, self.done, self.local_steps = [], None, 0, 0
+    self.session = self.writer = None
+
+  def resume(self, path, keep):
+    # MonitoredTrainingSession restores the newest checkpoint of train_dir (the driver's
+    # recover made the index name it); the step is read first, for the input's start.
+    self.keep = keep
+    return checkpoints.read(path, kinds=("step",)).global_step
+
+  def initialize(self, values):
+    self.values = values  # --init_from: the chief assigns them once the variables exist
+    return values.global_step if values else 0
+
+  def start(self, step):
+    config, cluster, index = self.config, self.cluster, self.index
+    self.done = step
+    workers = cluster.num_tasks("worker")
+    worker_device = f"/job:worker/task:{index}"
+    global_batch = config.global_batch_size(len(self.devices) * workers)
+    arrays = inputs.load(config, "train")
+    graph = tf.Graph()
+    with graph.as_default():
+      with tf.device(worker_device + "/cpu:0"):
+        # Async workers step independently; the global step is the best place to resume.
+        images, labels, input_init, feed = inputs.train_batch(
+            arrays, seed=config.seed, global_batch_size=global_batch, start_step=step,
+            shard=(index, workers))
+      with v1.device(v1.train.replica_device_setter(worker_device=worker_device,
+                                                     cluster=cluster)):
+        self.g = g = build_train_graph(
+            images, labels, self.devices, seed=config.seed,
+            decay_steps=config.steps_between_decays(len(self.devices) * workers),
+            hparams=config.hparams, compute_dtype=precision.compute_dtype(config.precision),
+            loss_scale=config.scale, sync_replicas=workers if self.sync_replicas else 0,
+            is_chief=self.chief, ema_reads=config.ema_reads)
+        # Read after this worker's train op: with SyncReplicas that op returns once the
+        # update it waited for is applied, so this is the step after it (fetched alongside
+        # the train op, the step is read before the update lands).
+        with tf.control_dependencies([g.train_op]):
+          self.step_after = tf.identity(g.global_step.read_value())
+        averages = [g.ema.average(v) for v in g.params.values()]
+        loader = restore.Loader(g.global_step, g.params, dict(zip(g.params, averages)))
+        self.all_finite_op = tf.reduce_all(tf.stack(
+            [tf.reduce_all(tf.math.is_finite(v)) for v in list(g.params.values()) + averages]))
+      # Global variables only: local ones (SyncReplicas' local step) are this worker's.
+      uninitialized = (None if self.chief else
+                       v1.report_uninitialized_variables(v1.global_variables()))
+      # --max_checkpoints_to_keep (across restarts too) and paths relative to train_dir.
+      self.saver = v1.train.Saver(sharded=True, max_to_keep=config.max_checkpoints_to_keep,
+                                  save_relative_paths=True)
+      self.saver.recover_last_checkpoints(self.keep)
+      values = self.values
+      scaffold = v1.train.Scaffold(
+          saver=self.saver,
+          init_fn=(lambda _, sess: loader.assign(sess, values)) if values else None)
+      if self.chief:
+        self.writer = v1.summary.FileWriter(config.train_dir, graph)
+    if self.sync_replicas and self.chief:
+      threading.excepthook = _quiet_token_queue
+    logging.info("worker:%d training %s on %d tower(s) %s, from step %d", index,
+                 config.dataset, len(self.devices), self.devices, step)
+    with graph.as_default(), watchdog.deadline(
+        self.peer_timeout_secs, f"worker:{index}: the ps tasks and the chief of "
+        f"{cluster.as_dict()} were not all up within {self.peer_timeout_secs} s "
+        "(--peer_timeout_secs); check that each one was started and that its port is "
+        "reachable"):
+      if not self.chief:
+        _wait_for_chief(graph, self.server.target, self.proto, uninitialized)
+      # Saves and summaries are the driver's: no saver or summary hooks here.
+      self.session = v1.train.MonitoredTrainingSession(
+          master=self.server.target, is_chief=self.chief, checkpoint_dir=config.train_dir,
+          hooks=[inputs.InitializeHook(input_init, feed)] + list(g.hooks),
+          save_checkpoint_secs=None, save_checkpoint_steps=None, save_summaries_steps=None,
+          save_summaries_secs=None, log_step_count_steps=0, scaffold=scaffold,
+          stop_grace_period_secs=STOP_GRACE_SECS, config=self.proto)
+    self.graph = graph
+
+  def run(self, step, k, stop, record, sync):  # pylint: disable=unused-argument  # k is 1
+    g = self.g
+    fetches = [g.train_op, g.loss, g.learning_rate, self.step_after]
+    with self.graph.as_default():
+      out = self.session.run(fetches + ([g.summary_op] if record else []))
+    self.done = int(out[3])
+    self.local_steps += 1  # this worker's gradient computations (its own train_op runs)
+    return driver.Steps(out[1], out[2], out[1], out[2], stop=stop, done=self.done,
+                        record=out[4] if record else None)
+
+  def _raw(self, fn):
+    """fn(session) on the raw Session: no hook runs (a hook's fetches would run a step)."""
+    with self.graph.as_default():
+      return self.session.run_step_fn(lambda step_context: fn(step_context.session))
+
+  def write_summaries(self, step, steps):
+    self.writer.add_summary(steps.record, step)
+
+  def all_finite(self):
+    return not self.chief or bool(self._raw(lambda sess: sess.run(self.all_finite_op)))
+
+  def save(self, step):  # pylint: disable=unused-argument  # named by the step it holds
+    if not self.chief:
+      return None
+    prefix = os.path.join(self.config.train_dir, "model.ckpt")
+    path = self._raw(lambda sess: self.saver.save(sess, prefix, global_step=self.g.global_step))
+    # Named by the shared step as read at the save: other workers may have moved it on.
+    self.done = max(self.done, int(path.rsplit("-", 1)[1]))
+    return path
+
+  def global_step(self):
+    return self.done
+
+  def close(self):
+    if self.done >= self.config.max_steps:
+      logging.info("worker:%d done at global step %d after %d local steps", self.index,
+                   self.done, self.local_steps)
+    if self.writer is not None:
+      self.writer.close()
+    if self.session is not None:
+      with self.graph.as_default():
+        self.session.close()

@@ -1,14 +1,13 @@
-"""The tower trainer's Session loop, driven from outside: build the graph, then run it.
+"""The tower trainer's Session loop: a backend of harness.driver, as strategies.loop is.
 
   devices, session_config = compat_v1.devices.setup(device_config)   # the entry point's job
   compat_v1.loop.run(config, devices, session_config)                # -> the final global step
 
-`run` mirrors strategies.loop step for step: it resumes from the newest `model.ckpt-STEP` in
-train_dir (reading its global step before the graph is built, so the shared input stream
-starts at the same example as TF2's would) or starts from --init_from, prints the same line
-every log_frequency steps, writes summaries every save_summaries_steps with a FileWriter and
-saves with tf.compat.v1.train.Saver every save_checkpoint_steps, at the end and on SIGTERM.
-`build` is its first half: the graph and every op the loop runs, finalized.
+The driver decides resume or --init_from, log lines, summaries, checkpoints, profiles and
+stops, exactly as for the TF2 loop; `Backend` does them in a Session. It reads the global
+step of the checkpoint it starts from before the graph is built, so the shared input stream
+starts at the same example as TF2's would, and saves with tf.compat.v1.train.Saver.
+`build` is its graph: every op the loop runs, finalized.
 """
 
 import dataclasses
@@ -24,10 +23,7 @@ from compat_v1 import inputs
 from compat_v1 import restore
 from compat_v1.step import build_train_graph
 from compat_v1.step import TrainGraph
-from harness import ownership
-from harness import profiling
-from harness import progress
-from harness import signals
+from harness import driver
 
 v1 = tf.compat.v1
 
@@ -43,17 +39,13 @@ class Built:
   local_init: tf.Operation
   saver: v1.train.Saver
   writer: v1.summary.FileWriter
-  init_loader: restore.Loader  # assigns an --init_from checkpoint; None without one
+  loader: restore.Loader  # assigns the values of an --init_from checkpoint
   all_finite: tf.Tensor  # every weight and moving average finite (checked before each save)
-
-
-def last_checkpoint(config):
-  return tf.train.latest_checkpoint(config.train_dir)
 
 
 # ---------------------------------------------------------------------------- Graph
 
-def build(config, devices, start, arrays, init_from=None):
+def build(config, devices, start, arrays):
   """The tower graph of `config` on `devices`, its input starting at step `start`.
 
   arrays: (images, labels) numpy arrays of the training split, or None for synthetic data.
@@ -72,22 +64,95 @@ def build(config, devices, start, arrays, init_from=None):
         ema_reads=config.ema_reads)
     # Relative paths in the index: the folder can be moved or copied and still resumes.
     saver = v1.train.Saver(max_to_keep=config.max_checkpoints_to_keep, save_relative_paths=True)
-    init_loader = None
-    if init_from:
-      averages = {n: g.ema.average(v) for n, v in g.params.items()}
-      init_loader = restore.Loader(g.global_step, g.params, averages)
-    tracked = list(g.params.values()) + [g.ema.average(v) for v in g.params.values()]
+    averages = {n: g.ema.average(v) for n, v in g.params.items()}
+    loader = restore.Loader(g.global_step, g.params, averages)
+    tracked = list(g.params.values()) + list(averages.values())
     all_finite = tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(v)) for v in tracked]))
     init = v1.global_variables_initializer()
     local_init = v1.local_variables_initializer()
-    os.makedirs(config.train_dir, exist_ok=True)
     writer = v1.summary.FileWriter(config.train_dir, graph)
   graph.finalize()
-  return Built(graph, g, input_init, feed, init, local_init, saver, writer, init_loader,
-               all_finite)
+  return Built(graph, g, input_init, feed, init, local_init, saver, writer, loader, all_finite)
 
 
-# ---------------------------------------------------------------------------- Train loop
+# ---------------------------------------------------------------------------- Backend
+
+class Backend:
+  """The towers' run for harness.driver (see its docstring for the methods). The graph and
+  the Session are made in `start`, once the step to start at is known."""
+
+  def __init__(self, config, devices, session_config, dataset=None):
+    self.config, self.devices, self.session_config = config, devices, session_config
+    self.dataset = dataset
+    self.built = self.sess = None
+    self.begin = None  # (path to restore, checkpoints.State to assign, start step)
+
+  def resume(self, path, keep):
+    self.keep = keep  # pylint: disable=attribute-defined-outside-init
+    self.begin = (path, None, checkpoints.read(path, kinds=("step",)).global_step)
+    return self.begin[2]
+
+  def initialize(self, values):
+    self.begin = (None, values, values.global_step if values else 0)
+    return self.begin[2]
+
+  def start(self, step):
+    config, n = self.config, len(self.devices)
+    arrays = self.dataset if self.dataset is not None else inputs.load(config, "train")
+    self.built = b = build(config, self.devices, step, arrays)
+    logging.info("Training %s on %d tower(s) %s, global batch %d, decay every %d steps",
+                 config.dataset, n, self.devices, config.global_batch_size(n),
+                 config.steps_between_decays(n))
+    self.sess = v1.Session(graph=b.graph, config=self.session_config)
+    self.sess.run([b.input_init, b.local_init], b.feed)
+    path, values, _ = self.begin
+    with b.graph.as_default():  # what Saver needs outside a `with Session` block
+      self._restore(path, values)
+
+  def _restore(self, path, values):
+    b = self.built
+    if path:
+      try:
+        b.saver.restore(self.sess, path)
+      except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
+        raise errors.cannot_resume(path, e) from None
+      b.saver.recover_last_checkpoints(self.keep)  # --max_checkpoints_to_keep spans restarts
+    else:
+      self.sess.run(b.init)
+      if values is not None:
+        b.loader.assign(self.sess, values)
+
+  def run(self, step, k, stop, record, sync):  # pylint: disable=unused-argument  # k is 1
+    g = self.built.train
+    fetches = [g.train_op, g.loss, g.learning_rate] + ([g.summary_op] if record else [])
+    out = self.sess.run(fetches)
+    return driver.Steps(out[1], out[2], out[1], out[2], stop=stop,
+                        record=out[3] if record else None)
+
+  def write_summaries(self, step, steps):
+    self.built.writer.add_summary(steps.record, step)
+
+  def all_finite(self):
+    return bool(self.sess.run(self.built.all_finite))
+
+  def save(self, step):
+    with self.built.graph.as_default():
+      return self.built.saver.save(self.sess, os.path.join(self.config.train_dir, "model.ckpt"),
+                                   global_step=step)
+
+  def global_step(self):
+    if self.sess is None:
+      return self.begin[2]
+    return int(self.sess.run(self.built.train.global_step))
+
+  def close(self):
+    # On every exit: a FileWriter left open loses what it holds since its last flush (its
+    # thread dies with the process), i.e. the summaries of the steps before a failure.
+    if self.built is not None:
+      self.built.writer.close()
+    if self.sess is not None:
+      self.sess.close()
+
 
 def run(config, devices, session_config, dataset=None, on_step=None):
   """Trains; returns the final global step.
@@ -98,75 +163,6 @@ def run(config, devices, session_config, dataset=None, on_step=None):
   Raises UsageError on bad data, errors.NonFiniteLoss on a NaN/Inf loss (nothing of that
   step applied or saved) and errors.Stopped after saving on SIGTERM.
   """
-  with ownership.own_run(config, len(devices)):  # one run per train_dir
-    return _run(config, devices, session_config, dataset, on_step)
-
-
-def _run(config, devices, session_config, dataset, on_step):
-  latest, keep = checkpoints.recover(config.train_dir)
-  init_path = checkpoints.resolve(config.init_from) if config.init_from and not latest else None
-  resume_from = latest or init_path
-  start = checkpoints.read(resume_from).global_step if resume_from else 0
-  if start >= config.max_steps:
-    logging.info("Step %d already reached --max_steps=%d; nothing to do", start,
-                 config.max_steps)
-    return start
-  arrays = dataset if dataset is not None else inputs.load(config, "train")
-  b = build(config, devices, start, arrays, init_path)
-  try:
-    return _train(config, devices, session_config, on_step, b, start, latest, keep, init_path)
-  finally:
-    # On every exit: a FileWriter left open loses what it holds since its last flush (its
-    # thread dies with the process), i.e. the summaries of the steps before a failure.
-    b.writer.close()
-
-
-def _train(config, devices, session_config, on_step, b, start, latest, keep, init_path):
   n = len(devices)
-  logging.info("Training %s on %d tower(s) %s, global batch %d, decay every %d steps",
-               config.dataset, n, devices, config.global_batch_size(n),
-               config.steps_between_decays(n))
-  g = b.train
-  prefix = os.path.join(config.train_dir, "model.ckpt")
-  with v1.Session(graph=b.graph, config=session_config) as sess:
-    sess.run([b.input_init, b.local_init], b.feed)
-    if latest:
-      try:
-        b.saver.restore(sess, latest)
-      except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
-        raise errors.cannot_resume(latest, e) from None
-      logging.info("Resumed from %s at step %d", latest, start)
-      b.saver.recover_last_checkpoints(keep)  # so --max_checkpoints_to_keep spans restarts
-    else:
-      sess.run(b.init)
-      if init_path:
-        b.init_loader.load(sess, init_path)
-        logging.info("Initialized from %s at step %d", init_path, start)
-    logger = progress.StepLogger(start, config.max_steps, config.global_batch_size(n),
-                                 config.log_frequency)
-    profile = profiling.Window(config.train_dir, config.profile_steps)
-    with signals.stop_on_signals() as stop_requested, profile:
-      for step in range(start, config.max_steps):
-        profile.before(step)
-        fetches = [g.train_op, g.loss, g.learning_rate]
-        if step % config.save_summaries_steps == 0:
-          fetches.append(g.summary_op)
-        with errors.loss_checked(step, lambda: last_checkpoint(config)):
-          out = sess.run(fetches)
-        if len(out) == 4:
-          b.writer.add_summary(out[3], step)
-        profile.after(step)
-        logger.after_step(step, lambda: out[1])
-        done = step + 1
-        stopping = bool(stop_requested) and done < config.max_steps
-        if done % config.save_checkpoint_steps == 0 or done == config.max_steps or stopping:
-          if not sess.run(b.all_finite):
-            raise errors.NonFiniteState(step, last_checkpoint(config))
-          path = b.saver.save(sess, prefix, global_step=done)
-        if on_step:
-          on_step(step, out[1], out[2])
-        if stopping:
-          raise errors.stopped(done, path, stop_requested.signal,
-                               config.preemption_exit_code)
-  logging.info("Done: step %d, checkpoint %s", config.max_steps, last_checkpoint(config))
-  return config.max_steps
+  return driver.train(config, Backend(config, devices, session_config, dataset), replicas=n,
+                      global_batch=config.global_batch_size(n), on_step=on_step)

@@ -40,8 +40,12 @@ class Loader:
     """Reads checkpoint `path` (UsageError if it lacks a variable) and assigns it; returns
     its checkpoints.State."""
     state = checkpoints.read(path, kinds=self.kinds)
+    self.assign(sess, state)
+    return state
+
+  def assign(self, sess, state):
+    """Assigns checkpoints.State `state` (read by the caller) to the variables."""
     values = {("step", "global_step"): state.global_step}
     values.update({("weights", n): v for n, v in state.weights.items()})
     values.update({("ema", n): v for n, v in state.averages.items()})
     sess.run(self.op, {self.feeds[k]: v for k, v in values.items() if k in self.feeds})
-    return state

@@ -13,12 +13,14 @@ the bit:
   CheckpointManager, every save_checkpoint_steps steps, at the end and on SIGTERM or Ctrl-C
   (the step finishes, the checkpoint is saved, `stopped:` and --preemption_exit_code), so
   both evaluators and both trainers' --init_from read them;
-- the resume from the newest complete checkpoint, or the start from --init_from;
-- the NaN checks: a non-finite loss stops before any save, non-finite weights or averages
-  are never saved.
+- the run control of harness.driver, as every trainer: resume or --init_from, the progress
+  lines, saves, the finiteness check, stops; fit owns the iteration and hands each step to
+  the driver from a callback (`Backend.drive`);
+- the NaN check of the loss Keras reports (its running mean over the epoch, also what the
+  progress line shows): a non-finite loss stops before any save.
 
-Keras's own parts stay Keras's: compile, fit, its progress bar, and the TensorBoard callback
-for the loss every save_summaries_steps steps.
+Keras's own parts stay Keras's: compile, fit, and the TensorBoard callback for the loss every
+save_summaries_steps steps.
 """
 
 import os
@@ -27,13 +29,11 @@ from absl import logging
 import keras
 import tensorflow as tf
 
-from cifar10 import checkpoints
 from cifar10 import errors
 from cifar10 import input_pipeline
 from cifar10 import precision
 from examples import keras_model
-from harness import ownership
-from harness import signals
+from harness import driver
 from strategies import loop
 
 
@@ -69,31 +69,25 @@ class State:
 
 
 class _Steps(keras.callbacks.Callback):
-  """After each step: the NaN check, the moving averages, the checkpoint when one is due,
-  and the stop at max_steps or on a signal (after saving)."""
+  """Hands each of fit's steps to the driver's Run: the NaN check of the loss Keras reports,
+  the moving averages, then everything the driver decides (log line, save, stop)."""
 
-  def __init__(self, config, state, manager, stop_requested):
+  def __init__(self, run, state):
     super().__init__()
-    self.config, self.state, self.manager = config, state, manager
-    self.stop_requested = stop_requested
-    self.stopped_at = None
+    self.run, self.state = run, state
+
+  def on_train_batch_begin(self, batch, logs=None):
+    self.run.before(int(self.state.global_step.numpy()))
 
   def on_train_batch_end(self, batch, logs=None):
-    step = int(self.state.global_step.numpy())  # steps done
-    loss = (logs or {}).get("loss")
+    done = int(self.state.global_step.numpy())
+    loss = (logs or {}).get("loss")  # Keras's running mean over the epoch
     if loss is not None and not tf.math.is_finite(float(loss)):
-      raise errors.NonFiniteLoss(step - 1, tf.train.latest_checkpoint(self.config.train_dir))
+      raise errors.NonFiniteLoss(done - 1, driver.last_checkpoint(self.run.config))
     self.state.apply_ema()
-    stopping = bool(self.stop_requested) and step < self.config.max_steps
-    if (step % self.config.save_checkpoint_steps == 0 or step >= self.config.max_steps
-        or stopping):
-      if not bool(self.state.all_finite()):
-        raise errors.NonFiniteState(step - 1,
-                                    tf.train.latest_checkpoint(self.config.train_dir))
-      self.manager.save(checkpoint_number=step)
-    if stopping:
-      self.stopped_at = step
-    if stopping or step >= self.config.max_steps:
+    if self.run.after(done - 1, 1, driver.Steps(loss, None, loss, None,
+                                                stop=bool(self.run.stop_requested))) \
+        >= self.run.config.max_steps:
       self.model.stop_training = True
 
 
@@ -113,59 +107,84 @@ class _TensorBoard(keras.callbacks.TensorBoard):
     self._global_train_batch = self.start_step  # pylint: disable=protected-access
 
 
-def fit(config, strategy, callbacks=()):
-  """Trains with model.fit under `strategy`; returns the final step count. `callbacks` go
-  to fit after the loop's own (the benchmark's clock is one). Raises errors.Stopped after
-  saving on SIGTERM or Ctrl-C."""
-  with ownership.own_run(config, strategy.num_replicas_in_sync):  # one run per train_dir
-    return _fit(config, strategy, callbacks)
+class Backend:
+  """The Keras model's run for harness.driver: fit owns the iteration (`drive`)."""
 
+  def __init__(self, config, strategy, callbacks=()):
+    self.config, self.strategy, self.callbacks = config, strategy, list(callbacks)
+    self.n = strategy.num_replicas_in_sync
+    self.net = keras_model.build(
+        strategy, seed=config.seed, hparams=config.hparams,
+        decay_steps=config.steps_between_decays(self.n),
+        compute_dtype=precision.compute_dtype(config.precision).name)
+    self.state = State(self.net, config.hparams)
+    self.manager = self.dataset = self.board = None
 
-def _fit(config, strategy, extra_callbacks):
-  n = strategy.num_replicas_in_sync
-  net = keras_model.build(
-      strategy, seed=config.seed, hparams=config.hparams,
-      decay_steps=config.steps_between_decays(n),
-      compute_dtype=precision.compute_dtype(config.precision).name)
-  state = State(net, config.hparams)
-  resume_from, _ = checkpoints.recover(config.train_dir, repair=True)
-  manager = tf.train.CheckpointManager(state.checkpoint(), config.train_dir,
-                                       max_to_keep=config.max_checkpoints_to_keep)
-  start = loop.restore(config, state, resume_from)  # the same resume as strategies.train
-  if start >= config.max_steps:
-    logging.info("Step %d already reached --max_steps=%d; nothing to do", start,
-                 config.max_steps)
-    return start
-  source = input_pipeline.load_source(config.dataset, "train", seed=config.seed,
-                                      data_dir=config.data_dir, download=config.download)
-  dataset = input_pipeline.train_dataset(source, seed=config.seed,
-                                         global_batch_size=config.global_batch_size(n),
-                                         start_step=start)
-  every = config.save_checkpoint_steps
-  logging.info("Keras fit of %s on %d replica(s) %s, global batch %d, from step %d",
-               config.dataset, n, strategy.extended.worker_devices,
-               config.global_batch_size(n), start)
-  board = _TensorBoard(start, log_dir=config.train_dir, update_freq=config.save_summaries_steps)
-  with signals.stop_on_signals() as stop_requested:
-    steps = _Steps(config, state, manager, stop_requested)
+  def _manage(self):
+    self.manager = tf.train.CheckpointManager(self.state.checkpoint(), self.config.train_dir,
+                                              max_to_keep=self.config.max_checkpoints_to_keep)
+
+  def resume(self, path, keep):  # pylint: disable=unused-argument  # the index keeps them
+    self._manage()
+    return loop.resume(self.state, path)  # the same restore as strategies.train
+
+  def initialize(self, values):
+    self._manage()
+    return loop.initialize(self.state, values)
+
+  def start(self, step):
+    config = self.config
+    source = input_pipeline.load_source(config.dataset, "train", seed=config.seed,
+                                        data_dir=config.data_dir, download=config.download)
+    self.dataset = input_pipeline.train_dataset(
+        source, seed=config.seed, global_batch_size=config.global_batch_size(self.n),
+        start_step=step)
+    logging.info("Keras fit of %s on %d replica(s) %s, global batch %d, from step %d",
+                 config.dataset, self.n, self.strategy.extended.worker_devices,
+                 config.global_batch_size(self.n), step)
+    self.board = _TensorBoard(step, log_dir=config.train_dir,
+                              update_freq=config.save_summaries_steps)
+
+  def drive(self, run, start):
+    every = self.config.save_checkpoint_steps
     try:
-      # Epochs of `every` steps, enough of them to reach max_steps; _Steps ends the last one
-      # at max_steps (the stream starts at `start`, wherever that falls in an epoch).
-      net.fit(dataset, initial_epoch=start // every, epochs=-(-config.max_steps // every),
-              steps_per_epoch=every, callbacks=[steps, board, *extra_callbacks], verbose=1,
-              shuffle=False)
+      # Epochs of `every` steps, enough of them to reach max_steps; the driver ends the last
+      # one at max_steps (the stream starts at `start`, wherever that falls in an epoch).
+      # The driver prints the progress lines, so Keras's bar is off.
+      self.net.fit(self.dataset, initial_epoch=start // every,
+                   epochs=-(-self.config.max_steps // every), steps_per_epoch=every,
+                   callbacks=[_Steps(run, self.state), self.board, *self.callbacks],
+                   verbose=0, shuffle=False)
     except BaseException:
       # fit skips on_train_end when a callback raises, and the TensorBoard callback would
       # leave tf.summary's recording state switched to its own: in this process nothing
       # summarised afterwards would be written. Its on_train_end restores that state.
       # Unless the writer never opened (a full disk): then there is nothing to restore.
-      if board._prev_summary_state:  # pylint: disable=protected-access
-        board.on_train_end()
+      if self.board._prev_summary_state:  # pylint: disable=protected-access
+        self.board.on_train_end()
       raise
-  if steps.stopped_at is not None:
-    raise errors.stopped(steps.stopped_at,
-                         os.path.join(config.train_dir, f"ckpt-{steps.stopped_at}"),
-                         stop_requested.signal, config.preemption_exit_code)
-  step = int(state.global_step.numpy())
-  logging.info("Done: step %d, checkpoint %s", step, tf.train.latest_checkpoint(config.train_dir))
-  return step
+
+  def write_summaries(self, step, steps):
+    """Keras's TensorBoard callback writes the loss every save_summaries_steps steps."""
+
+  def all_finite(self):
+    return bool(self.state.all_finite())
+
+  def save(self, step):
+    self.manager.save(checkpoint_number=step)
+    return os.path.join(self.config.train_dir, f"ckpt-{step}")
+
+  def global_step(self):
+    return int(self.state.global_step.numpy())
+
+  def close(self):
+    pass
+
+
+def fit(config, strategy, callbacks=()):
+  """Trains with model.fit under `strategy`; returns the final step count. `callbacks` go
+  to fit after the loop's own (the benchmark's clock is one). Raises errors.Stopped after
+  saving on SIGTERM or Ctrl-C."""
+  backend = Backend(config, strategy, callbacks)
+  return driver.train(config, backend, replicas=backend.n,
+                      global_batch=config.global_batch_size(backend.n))

@@ -1,12 +1,19 @@
-"""Run plumbing shared by both trainers' binaries, none of it about CIFAR-10.
+"""Run plumbing shared by every binary, none of it about CIFAR-10.
 
-  cli       flags parsed, errors as one line, exit statuses (every binary runs through it)
-  options   the flags of every binary, defined once, mapped to cifar10.config objects
-  cluster   TF_CONFIG read and written in one place
-  launcher  a local cluster: one process per task on 127.0.0.1, nothing left behind
-  signals   SIGTERM as a request to stop at the next step boundary
-  progress  the original's step and precision lines
-  polling   the evaluators' wait for new checkpoints
-  ownership one run per train_dir (an OS lock naming its owner); usable output folders
-  watchdog  bounded waits for peers that TensorFlow would wait for forever
+  driver      the run driver: every training loop's control (resume or --init_from, the
+              schedule of logs, summaries, saves and profiles, stops), the loops its backends
+  run_folder  a run folder on any tf.io.gfile filesystem: index, recovery, debris
+  run_record  the settings a run's numbers depend on, kept in train_dir and checked on restart
+  ownership   one run per train_dir (an OS lock naming its owner); usable output folders
+  cli         flags parsed, errors as one line, exit statuses (every binary runs through it)
+  options     the flags of every binary, defined once, mapped to cifar10.config objects
+  cluster     TF_CONFIG and Slurm steps read and written in one place
+  launcher    a local cluster: one process per task on 127.0.0.1, nothing left behind
+  signals     SIGTERM and Ctrl-C as requests to stop at the next step boundary
+  progress    the original's step and precision lines
+  profiling   --profile_steps: a TensorBoard profile of a window of steps
+  polling     the evaluators' wait for new checkpoints
+  quiet       TensorFlow's import-time noise kept off the first screen
+  watchdog    bounded waits for peers that TensorFlow would wait for forever
+  gpu_memory  the total memory of each GPU, as nvidia-smi reports it
 """

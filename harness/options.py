@@ -169,15 +169,30 @@ def train_config(values):
       max_checkpoints_to_keep=values.max_checkpoints_to_keep, init_from=values.init_from,
       ema_reads=values.ema_reads, profile_steps=profiling.parse(values.profile_steps),
       preemption_exit_code=values.preemption_exit_code,
-      override_run_config=values.override_run_config)
+      override_run_config=values.override_run_config, flagfile=flagfile(values))
+
+
+def flagfile(values):
+  """The binary's own flags (absl's left out), every one with its value, one per line: what
+  `--flagfile` reads back to run the same thing again (harness.ownership keeps it in
+  train_dir/flags.txt)."""
+  ours = sorted((f for module, defined in values.flags_by_module_dict().items()
+                 if not module.startswith("absl") for f in defined), key=lambda f: f.name)
+  names, lines = set(), []
+  for flag in ours:
+    if flag.name not in names and flag.value is not None:
+      names.add(flag.name)
+      lines.append(flag.serialize())
+  return "\n".join(lines) + "\n"
 
 
 def define_eval_flags(fv):
   """The flags of the original cifar10_eval.py, plus the data flags."""
   e = lambda name: _default(config.EvalConfig, name)
   define_data_flags(fv)
-  flags.DEFINE_string("eval_dir", "/tmp/cifar10_eval", "Where the eval summaries go.",
-                      flag_values=fv)
+  flags.DEFINE_string("eval_dir", "", "Where the eval summaries go; default: "
+                      "<checkpoint_dir>/eval, beside the training run's, so `tensorboard "
+                      "--logdir=<train_dir>` shows precision next to the loss.", flag_values=fv)
   flags.DEFINE_string("eval_data", e("eval_data"), "'test' or 'train_eval'.", flag_values=fv)
   flags.DEFINE_string("checkpoint_dir", "/tmp/cifar10_train", "Where training checkpoints "
                       "are.", flag_values=fv)
@@ -192,7 +207,8 @@ def define_eval_flags(fv):
 
 def eval_config(values):
   return config.EvalConfig(
-      checkpoint_dir=values.checkpoint_dir, eval_dir=values.eval_dir,
+      checkpoint_dir=values.checkpoint_dir,
+      eval_dir=values.eval_dir or os.path.join(values.checkpoint_dir, "eval"),
       eval_data=values.eval_data, num_examples=values.num_examples,
       batch_size=values.batch_size, run_once=values.run_once,
       eval_interval_secs=values.eval_interval_secs, dataset=values.dataset,

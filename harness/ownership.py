@@ -1,67 +1,92 @@
-"""One run per train_dir: an OS file lock held for the whole run by the process that writes it.
+"""One run per train_dir: a lock held for the whole run by the process that writes it.
 
-`own(train_dir)` creates the folder if needed, takes an exclusive `flock` on
-`train_dir/.lock` and writes the owner (host, PID, command) into it. A second trainer on the
-same folder, from any process on this host (or any host, on file systems with working
-locks), is refused with one line naming the owner. The lock belongs to the open file: the
-kernel drops it when the process ends in any way, SIGKILL included, so nothing is left stuck.
-A folder that cannot be created or written is a one-line error too (`usable_dir` checks any
+`own(train_dir)` creates the folder if needed (through tf.io.gfile, so any filesystem
+TensorFlow knows) and writes the owner (host, PID, command) into `train_dir/.lock`.
+
+- A local folder: the process also holds an exclusive `flock` on that file. A second trainer
+  on the same folder, from any process on this host (or any host, on file systems with
+  working locks), is refused with one line naming the owner. The lock belongs to the open
+  file: the kernel drops it when the process ends in any way, SIGKILL included, so nothing
+  is left stuck.
+- A folder on object storage or another filesystem without locks (gs://, s3://, ram://):
+  there is nothing to lock. The run says so in one log line (naming the owner the `.lock`
+  object recorded last, if any) and records itself there; keeping one run per folder is
+  then the user's (or the job scheduler's) job.
+
+A folder that cannot be created or written is a one-line error (`usable_dir` checks any
 output folder, such as the evaluators' --eval_dir, the same way). `own_run(config, replicas)`,
-what the trainers' loops hold, also keeps the run's settings (cifar10.run_record): checked
-before anything is written, recorded once the folder is held.
+what the driver holds, also keeps the run's settings (harness.run_record): checked before
+anything is written, recorded once the folder is held; and the command's flags in
+train_dir/flags.txt, every flag with its value, which `--flagfile` reads back.
 """
 
 import contextlib
-import fcntl
 import os
 import socket
 import sys
 
-from cifar10 import run_record
+from absl import logging
+import tensorflow as tf
+
 from cifar10.errors import UsageError
+from harness import run_folder
+from harness import run_record
 
 LOCK_FILE = ".lock"
+FLAGS_FILE = "flags.txt"
+
+
+def _cannot(flag, path, error):
+  reason = getattr(error, "strerror", None) or getattr(error, "message", None) or str(error)
+  # TensorFlow's file errors read "<file>; <what the OS said>": the folder is named already.
+  return UsageError(f"cannot use --{flag}={path}: {reason.rsplit('; ', 1)[-1]}")
 
 
 def usable_dir(path, flag):
   """Creates folder `path` if needed; UsageError naming --`flag` if it cannot be written."""
   try:
-    os.makedirs(path, exist_ok=True)
+    tf.io.gfile.makedirs(path)
     probe = os.path.join(path, f".probe-{os.getpid()}")
-    with open(probe, "w", encoding="utf-8"):
-      pass
-    os.remove(probe)
-  except OSError as e:
-    raise UsageError(f"cannot use --{flag}={path}: {e.strerror or e}") from None
+    with tf.io.gfile.GFile(probe, "w") as f:
+      f.write("probe")  # GFile creates the file at its first write
+    tf.io.gfile.remove(probe)
+  except (OSError, tf.errors.OpError) as e:
+    raise _cannot(flag, path, e) from None
 
 
 def _owner(path):
   try:
-    with open(path, encoding="utf-8") as f:
-      return f.read().strip() or "another process"
-  except OSError:
+    return (run_folder.read_text(path) or "").strip() or "another process"
+  except (tf.errors.OpError, UnicodeDecodeError):
     return "another process"
+
+
+def _me():
+  return f"host {socket.gethostname()}, pid {os.getpid()}: {' '.join(sys.argv)}"
 
 
 @contextlib.contextmanager
 def own(train_dir):
   """Holds train_dir for the block; UsageError if another run holds it or it is unusable."""
+  if not run_folder.is_local(train_dir):
+    yield from _own_unlocked(train_dir)
+    return
+  import fcntl  # pylint: disable=g-import-not-at-top  # POSIX only, and only for local folders
   path = os.path.join(train_dir, LOCK_FILE)
   try:
     os.makedirs(train_dir, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
   except OSError as e:
-    raise UsageError(f"cannot use --train_dir={train_dir}: {e.strerror or e}") from None
+    raise _cannot("train_dir", train_dir, e) from None
   try:
     try:
       fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
       raise UsageError(f"--train_dir={train_dir} is in use by another run ({_owner(path)}); "
                        "wait for it to end or choose another --train_dir") from None
-    me = f"host {socket.gethostname()}, pid {os.getpid()}: {' '.join(sys.argv)}"
     try:
       os.ftruncate(fd, 0)
-      os.write(fd, me.encode() + b"\n")
+      os.write(fd, _me().encode() + b"\n")
     except OSError as e:
       raise UsageError(f"cannot write to --train_dir={train_dir}: {e.strerror or e}") from None
     yield
@@ -69,11 +94,30 @@ def own(train_dir):
     os.close(fd)  # releases the lock
 
 
+def _own_unlocked(train_dir):
+  path = os.path.join(train_dir, LOCK_FILE)
+  try:
+    tf.io.gfile.makedirs(train_dir)
+    before = _owner(path) if tf.io.gfile.exists(path) else None
+    run_folder.write_atomically(path, _me() + "\n")
+  except (OSError, tf.errors.OpError) as e:
+    raise _cannot("train_dir", train_dir, e) from None
+  logging.warning("--train_dir=%s is not locked: its filesystem has no locks, so nothing "
+                  "stops a second run on it; run one at a time%s", train_dir,
+                  f" (it last recorded: {before})" if before else "")
+  yield
+
+
 @contextlib.contextmanager
 def own_run(config, replicas):
   """own(config.train_dir) for a run of TrainConfig `config` on `replicas` replicas; a restart
-  with other settings than the recorded run is a UsageError (see cifar10.run_record)."""
+  with other settings than the recorded run is a UsageError (see harness.run_record)."""
   record = run_record.check(config, replicas)
   with own(config.train_dir):
     run_record.write(config.train_dir, record)
+    if config.flagfile:  # the latest command, re-runnable: --flagfile=train_dir/flags.txt
+      run_folder.write_atomically(
+          os.path.join(config.train_dir, FLAGS_FILE),
+          f"# {' '.join(sys.argv)}\n# again: --flagfile=<this file> (later flags win)\n"
+          + config.flagfile)
     yield

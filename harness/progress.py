@@ -25,6 +25,8 @@ class StepLogger:
     self.global_batch_size, self.log_frequency = global_batch_size, log_frequency
     self.tick, self.last = time.time(), start_step - 1  # time and index of the last line
     self.first = True
+    # (examples/sec, steps/sec) of the last line, None for the first (it times tracing).
+    self.rates = None
 
   def after_step(self, step, loss_fn):
     """Logs for 0-based `step` when due; returns the loss value if it was fetched."""
@@ -42,6 +44,8 @@ class StepLogger:
                  "steps/sec%s)", datetime.datetime.now(), step, loss,
                  steps * self.global_batch_size / elapsed, elapsed / steps, steps / elapsed,
                  eta)
+    self.rates = None if self.first else (steps * self.global_batch_size / elapsed,
+                                          steps / elapsed)
     self.tick, self.last, self.first = time.time(), step, False
     return loss
 

@@ -25,6 +25,7 @@ import tensorflow as tf
 from cifar10 import devices
 from cifar10.errors import UsageError
 from harness import cluster
+from harness import gpu_memory
 from harness import watchdog
 
 STRATEGIES = ("mirrored", "one_device", "multi_worker_mirrored", "parameter_server")
@@ -55,7 +56,7 @@ def setup(config):
     kind, names = devices.plan(config, len(gpus))
     limit = None
     if gpus and (config.memory_fraction or config.memory_limit_mb):
-      total = devices.total_gpu_memory_mb() if config.memory_fraction is not None else None
+      total = gpu_memory.total_gpu_memory_mb() if config.memory_fraction is not None else None
       limit = devices.memory_limit_mb(config, total)
     if kind == "CPU" and config.num_gpus > 1:
       cpu = tf.config.list_physical_devices("CPU")[0]

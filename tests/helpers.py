@@ -101,7 +101,8 @@ def call(module, *args):
   import logging  # pylint: disable=g-import-not-at-top
   from harness import cli  # pylint: disable=g-import-not-at-top
   binary = importlib.import_module(module)
-  takes_args = module.endswith(".launch")
+  import inspect  # pylint: disable=g-import-not-at-top
+  takes_args = len(inspect.signature(binary.main).parameters) == 2  # main(values, args)
   logs, err = io.StringIO(), io.StringIO()
   handler = logging.StreamHandler(logs)
   logging.getLogger().addHandler(handler)

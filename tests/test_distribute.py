@@ -9,7 +9,7 @@ from cifar10 import input_pipeline as ip
 from cifar10 import model
 from cifar10.errors import UsageError
 from strategies import devices as tf2_devices
-from strategies import loop
+from strategies import inputs
 from strategies.step import Trainer
 
 GLOBAL_BATCH = 16
@@ -43,7 +43,7 @@ def test_each_replica_gets_its_contiguous_slice_of_the_global_batch(n):
                            batch_size=GLOBAL_BATCH // n)
   strategy = tf2_devices.get_strategy("mirrored", _devices(n))
   source = ip.synthetic_source(9)
-  iterator = loop.distributed_input(cfg, strategy, source, start=3)
+  iterator = inputs.distributed_input(cfg, strategy, source, start=3)
   stream = iter(ip.train_dataset(source, seed=9, global_batch_size=GLOBAL_BATCH, start_step=3))
   per = GLOBAL_BATCH // n
   for _ in range(2):

@@ -138,7 +138,8 @@ def test_v1_ps_worker_jobs_save_on_sigterm(tmp_path):
                        f"--train_dir={tmp_path}")
   try:
     deadline = time.time() + 120
-    while not glob.glob(f"{tmp_path}/model.ckpt-0.index") and time.time() < deadline:
+    # The chief's summary writer opens its events file once its session is up.
+    while not glob.glob(f"{tmp_path}/events.out.tfevents.*") and time.time() < deadline:
       assert proc.poll() is None, proc.stdout.read()[-3000:]
       time.sleep(0.1)
     time.sleep(3)  # some steps, none of them saved by the (never due) periodic checkpoint

@@ -16,9 +16,9 @@ import pytest
 import tensorflow as tf
 
 from cifar10 import config
-from cifar10 import devices as device_plan
 from cifar10 import model
 from compat_v1 import devices as v1_devices
+from harness import gpu_memory
 from examples import two_branch
 from harness import cli
 from strategies import devices as tf2_devices
@@ -127,7 +127,7 @@ class _FakeTF:
     monkeypatch.setattr(tf.debugging, "set_log_device_placement", self._recorder("log"))
     for name in ("set_intra_op_parallelism_threads", "set_inter_op_parallelism_threads"):
       monkeypatch.setattr(cfg.threading, name, self._recorder(name))
-    monkeypatch.setattr(device_plan, "total_gpu_memory_mb", lambda: 16000)
+    monkeypatch.setattr(gpu_memory, "total_gpu_memory_mb", lambda: 16000)
     # A fresh runtime: nothing set yet, so setup sets everything.
     monkeypatch.setattr(cfg, "get_visible_devices", lambda kind=None: [])
     monkeypatch.setattr(cfg, "get_logical_device_configuration", lambda device: None)

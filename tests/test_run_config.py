@@ -9,7 +9,7 @@ import pytest
 
 from cifar10 import checkpoints
 from cifar10 import config
-from cifar10 import run_record
+from harness import run_record
 from cifar10.errors import UsageError
 from tests import helpers
 

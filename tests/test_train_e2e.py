@@ -81,6 +81,25 @@ def test_summaries_hold_loss_lr_and_histograms_every_interval(reference):
   assert tags["learning_rate"] == [0, 10, 20, 30]
   assert tags["local3/weights/values"] == [0, 10, 20, 30]
   assert tags["conv1/weights/gradients"] == [0, 10, 20, 30]
+  # The rate of each progress line after the first (which times tracing), as the line says.
+  assert tags["examples_per_second"] == tags["steps_per_second"] == [5, 10, 15, 20, 25, 30,
+                                                                     35, 39]
+
+
+def test_the_flags_are_kept_as_a_flagfile_that_runs_it_again(reference, tmp_path):
+  train_dir, _ = reference
+  with open(os.path.join(train_dir, "flags.txt"), encoding="utf-8") as f:
+    lines = f.read().splitlines()
+  assert f"--train_dir={train_dir}" in lines and "--batch_size=16" in lines
+  assert "--num_gpus=2" in lines and "--nocpu_only" in lines and "--seed=3" in lines
+  # A copy of the run, continued by its flagfile alone (the copy's folder given after it).
+  copy = tmp_path / "copy"
+  shutil.copytree(train_dir, copy, ignore=shutil.ignore_patterns(".lock"))
+  result = helpers.call(TRAIN, f"--flagfile={copy}/flags.txt", f"--train_dir={copy}",
+                        f"--max_steps={MAX_STEPS + 2}")
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert f"Resumed from {copy}/ckpt-{MAX_STEPS} at step {MAX_STEPS}" in result.stderr
+  assert f"Done: step {MAX_STEPS + 2}" in result.stderr
 
 
 def test_restart_after_the_end_does_nothing(reference):

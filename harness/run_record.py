@@ -5,7 +5,7 @@ precision or schedule would go on silently with other numbers than the steps it 
 took (a quickstart train_dir reused by a real run resumed its synthetic batch-32 run with
 batch 128 on CIFAR-10). So the chief of every trainer calls
 
-  record = run_record.check(config, replicas)      # before it writes anything
+  record = run_record.check(config, replicas)      # before it writes anything (the driver)
   ...                                              # owns train_dir
   run_record.write(config.train_dir, record)
 
@@ -21,8 +21,10 @@ import json
 import os
 
 from absl import logging
+import tensorflow as tf
 
 from cifar10.errors import UsageError
+from harness import run_folder
 
 RECORD = "run_config.json"
 # The recorded settings, each with the flag that sets it.
@@ -36,7 +38,9 @@ FLAGS = {"dataset": "--dataset", "data_dir": "--data_dir", "seed": "--seed",
 
 def settings(config, replicas):
   """The settings of TrainConfig `config` on `replicas` replicas that change its numbers."""
-  data_dir = os.path.abspath(config.data_dir) if config.data_dir else None
+  data_dir = config.data_dir
+  if data_dir and run_folder.is_local(data_dir):
+    data_dir = os.path.abspath(data_dir)
   values = {name: getattr(config, name, None) for name in FLAGS}
   values.update(data_dir=data_dir, replicas=int(replicas), loss_scale=config.scale)
   return values
@@ -45,8 +49,8 @@ def settings(config, replicas):
 def _has_checkpoint(train_dir):
   try:
     return any(name == "checkpoint" or ".ckpt" in name or name.startswith("ckpt-")
-               for name in os.listdir(train_dir))
-  except OSError:
+               for name in tf.io.gfile.listdir(train_dir))
+  except tf.errors.OpError:
     return False
 
 
@@ -54,13 +58,13 @@ def read(train_dir):
   """The recorded {"settings", "history"} of train_dir, or None."""
   path = os.path.join(train_dir, RECORD)
   try:
-    with open(path) as f:
-      record = json.load(f)
+    text = run_folder.read_text(path)
+    if text is None:
+      return None
+    record = json.loads(text)
     record["settings"]  # pylint: disable=pointless-statement
     return record
-  except FileNotFoundError:
-    return None
-  except (OSError, ValueError, KeyError, TypeError):
+  except (tf.errors.OpError, ValueError, KeyError, TypeError):
     raise UsageError(f"{path} is damaged; it records the settings of the run in "
                      "--train_dir: delete it to record the current ones") from None
 
@@ -103,11 +107,5 @@ def write(train_dir, record):
       return
   except UsageError:
     pass  # damaged: replaced below
-  try:
-    os.makedirs(train_dir, exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-      json.dump(record, f, indent=1, sort_keys=True)
-      f.write("\n")
-    os.replace(path + ".tmp", path)
-  except OSError as e:  # a full disk names no file by itself; the one-line error must
-    raise OSError(e.errno, e.strerror, path + ".tmp") from None
+  tf.io.gfile.makedirs(train_dir)
+  run_folder.write_atomically(path, json.dumps(record, indent=1, sort_keys=True) + "\n")

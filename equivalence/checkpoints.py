@@ -1,0 +1,40 @@
+"""Two checkpoints of any origin, tensor by tensor: weights, moving averages, global step.
+
+  python -m equivalence.checkpoints /tmp/cifar10_train/ckpt-400 \
+      /tmp/cifar10_train_v1/model.ckpt-400
+
+Either may be a folder (its newest checkpoint) or a prefix, written by strategies.train,
+compat_v1.train, examples.keras_fit or the original tutorial (cifar10.checkpoints reads all
+of them). Prints the table of equivalence.compare and EQUIVALENT (exit 0) when every tensor
+is bit-identical, NOT EQUIVALENT (exit 1) otherwise.
+"""
+
+from absl import flags
+
+from cifar10.errors import UsageError
+from harness import cli
+
+def define_flags(fv):
+  flags.DEFINE_float("rel_tolerance", 0.0, "Largest max |diff| / max |value| per tensor that "
+                     "still counts as equal (0: bit-identical).", flag_values=fv)
+
+def main(values, args):
+  if len(args) != 2:
+    raise UsageError("give two checkpoints (prefixes or folders) to compare")
+  from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top  # imports TensorFlow
+  from equivalence import compare  # pylint: disable=g-import-not-at-top
+  first, second = (checkpoints.read(path) for path in args)
+  tables, same = [], first.global_step == second.global_step
+  for title, a, b in (("weights", first.weights, second.weights),
+                      ("moving averages", first.averages, second.averages)):
+    rows = compare.compare(a, b, values.rel_tolerance)
+    same = same and all(r.ok for r in rows)
+    tables.append(compare.table(title, rows, values.rel_tolerance))
+  print("\n".join(tables))
+  print(f"global step: {first.global_step} and {second.global_step}")
+  print("EQUIVALENT" if same else "NOT EQUIVALENT")
+  if not same:
+    raise cli.Exit(1)
+
+if __name__ == "__main__":
+  cli.app_run(flags.FLAGS, define_flags, main, takes_args=True)

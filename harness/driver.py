@@ -1,0 +1,224 @@
+"""The run driver: every training loop's control, decided once (orbit's Controller, for us).
+
+  backend = strategies.loop.Backend(config, strategy)      # or any loop's backend
+  harness.driver.train(config, backend, replicas=n, global_batch=config.global_batch_size(n))
+
+A training loop is a backend: it restores, runs k steps, writes a step's summaries, checks
+its state for finiteness and saves. The driver owns the rest, for all five loops (TF2
+mirrored/MWMS, TF2 parameter server, v1 towers, v1 ps/worker, the Keras path):
+
+- the run folder: the lock and the run record (harness.ownership), the newest complete
+  checkpoint (harness.run_folder.recover), resume from it or else start from --init_from;
+- "already at --max_steps";
+- the schedule: how many steps a call runs (`call_length`), which steps log, summarise, save
+  and profile; the finiteness check before every save;
+- SIGTERM and Ctrl-C (harness.signals), the `stopped:` and `Done:` lines, exit statuses.
+
+A backend has: `resume(path, keep)` and `initialize(state)` (each returns the global step to
+start at; `state` is the checkpoints.State of --init_from or None), `start(step)` (input from
+that step on, the opening log line), `run(step, k, stop, record, sync)` -> Steps,
+`write_summaries(step, steps)`, `all_finite()`, `save(step)` -> path, `global_step()`, and
+`close()` (called on every exit). A backend whose loop owns its iteration (Keras `fit`) has
+`drive(run, start)` instead of `run`, and calls the Run's `before` and `after` around each of
+its steps: the same decisions, in the same place. Only a chief (`chief=True`) owns the
+folder, summarises (and writes the progress lines' rates as `examples_per_second` and
+`steps_per_second`) and repairs the index; every process saves when a save is due (MWMS saves
+collectively), the backend decides where.
+"""
+
+import contextlib
+import dataclasses
+from typing import Any, Callable, Optional
+
+from absl import logging
+
+from cifar10 import checkpoints
+from cifar10 import errors
+from harness import ownership
+from harness import profiling
+from harness import progress
+from harness import run_folder
+from harness import signals
+
+
+@dataclasses.dataclass
+class Steps:
+  """What a backend's call of k steps returns. loss/lr: the first step's (tensors or numbers,
+  read only when a line is due); last_loss/last_lr: the last step's; stop: whether any
+  process of the job asked to stop (the same on all of them); done: the global step after
+  the call when it is not step + k (asynchronous workers); record: what write_summaries needs."""
+  loss: Any
+  lr: Any
+  last_loss: Any = None
+  last_lr: Any = None
+  stop: bool = False
+  done: Optional[int] = None
+  record: Any = None
+
+
+def call_length(step, config, steps_per_loop):
+  """How many steps the call starting at 0-based `step` runs: at most steps_per_loop, and no
+  more than lets every step that logs be the first or last step of a call, every step that
+  writes summaries a call of its own, and every checkpoint come after a call's last step.
+  Log lines, summaries and checkpoints are then those of one step per call."""
+  if step % config.save_summaries_steps == 0:
+    return 1  # its summaries hold the weights after this step, so it runs alone
+  k = min(steps_per_loop, config.max_steps - step,
+          config.save_checkpoint_steps - step % config.save_checkpoint_steps)
+  for every in (config.log_frequency, config.save_summaries_steps):
+    # No multiple of `every` strictly inside the call (the call may end on one).
+    k = min(k, every - step % every if step % every else every)
+  profile = config.profile_steps or ()
+  for edge in profile[:1] + tuple(s + 1 for s in profile[1:]):
+    if step < edge:  # the profile starts and ends between calls
+      k = min(k, edge - step)
+  return max(k, 1)
+
+
+def last_checkpoint(config):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.train.latest_checkpoint(config.train_dir)
+
+
+def train(config, backend, *, replicas, global_batch, chief=True, steps_per_loop=1,
+          on_step: Optional[Callable] = None):
+  """Trains `backend` to config.max_steps; returns the final global step.
+
+  replicas: what the run record keeps (replicas of a synchronous job, workers x towers of an
+  asynchronous one); global_batch: the examples one global step consumes (for the progress
+  line). on_step(step, loss, lr) after each step (with k > 1 after a call's first and last).
+  Raises UsageError (one line), errors.NonFiniteLoss / NonFiniteState (nothing non-finite
+  saved) and errors.Stopped after saving on SIGTERM or Ctrl-C.
+  """
+  owner = ownership.own_run(config, replicas) if chief else contextlib.nullcontext()
+  run = Run(config, backend, global_batch, chief, steps_per_loop, on_step)
+  try:
+    with owner:
+      start = run.begin()
+      if start >= config.max_steps:
+        logging.info("Step %d already reached --max_steps=%d; nothing to do", start,
+                     config.max_steps)
+        return start
+      with signals.stop_on_signals() as run.stop_requested, run.profile:
+        if hasattr(backend, "drive"):
+          backend.drive(run, start)  # a loop that owns its iteration (Keras fit) calls `run`
+        else:
+          step = start
+          while step < config.max_steps:
+            step = run.call(step)
+      return run.finish()
+  finally:
+    run.close()
+    backend.close()
+
+
+class Run:
+  """One job's control between its first and last step. `call(step)` runs the call that
+  starts at `step` through the backend; a backend that owns its iteration (`drive`) calls
+  `before(step)` and `after(step, k, steps)` around each of its own steps instead."""
+
+  def __init__(self, config, backend, global_batch, chief, steps_per_loop, on_step):
+    self.config, self.backend, self.chief = config, backend, chief
+    self.global_batch, self.steps_per_loop, self.on_step = global_batch, steps_per_loop, on_step
+    self.profile = profiling.Window(config.train_dir, config.profile_steps if chief else None)
+    self.stop_requested = signals.StopRequest()
+    self.logger, self.last_step, self.speed = None, -1, None
+
+  def begin(self):
+    """Resume from train_dir's newest complete checkpoint, else --init_from, else the seed;
+    then the backend's start. Returns the global step to start at."""
+    config, backend = self.config, self.backend
+    resume_from, keep = run_folder.recover(config.train_dir, repair=self.chief)
+    if resume_from:
+      start = backend.resume(resume_from, keep)
+      logging.info("Resumed from %s at step %d", resume_from, start)
+    elif config.init_from:
+      start = backend.initialize(checkpoints.read(config.init_from))
+      logging.info("Initialized from %s at step %d", config.init_from, start)
+    else:
+      start = backend.initialize(None)
+    self.last_step = start - 1  # the last step run
+    if start < config.max_steps:
+      backend.start(start)
+      self.logger = progress.StepLogger(start, config.max_steps, self.global_batch,
+                                        config.log_frequency)
+    return start
+
+  def summarises(self, step):
+    """Whether the step from `step` writes summaries: it starts a block of
+    save_summaries_steps steps (asynchronous workers may jump over the block's first)."""
+    every = self.config.save_summaries_steps
+    return self.chief and (step % every == 0 or step // every > self.last_step // every)
+
+  def call(self, step):
+    """Runs the call of k steps that starts at 0-based `step`; returns the step after it."""
+    config = self.config
+    k = call_length(step, config, self.steps_per_loop)
+    last = step + k - 1
+    logs = (step % config.log_frequency == 0 or last % config.log_frequency == 0
+            or last + 1 == config.max_steps)
+    saves = (step + k) // config.save_checkpoint_steps > step // config.save_checkpoint_steps
+    summarise = self.summarises(step)  # then k is 1
+    stop = bool(self.stop_requested)
+    self.before(step)
+    # With k > 1 the failing step is the first not applied: the global step after the call.
+    with errors.loss_checked(step if k == 1 else self.backend.global_step,
+                             lambda: last_checkpoint(config)):
+      out = self.backend.run(step, k, stop, record=summarise,
+                             sync=summarise or logs or saves or stop or last == config.max_steps - 1)
+    return self.after(step, k, out)
+
+  def before(self, step):
+    self.profile.before(step)
+
+  def after(self, step, k, out):
+    """Everything due after the call of `k` steps from `step` that returned Steps `out`:
+    summaries, log lines, the finiteness check and the save, the profile, the stop. Returns
+    the global step after the call; raises errors.Stopped after saving on a stop request."""
+    config, backend = self.config, self.backend
+    done = out.done if out.done is not None else step + k
+    if self.summarises(step):
+      backend.write_summaries(step, out)
+    self._log(done - k, lambda: out.loss)  # `step`, unless workers moved it
+    if k > 1:
+      self._log(done - 1, lambda: out.last_loss)
+    # Every process sees the same `stop` at the same step, so all of them take part in a
+    # collective save.
+    stopping = bool(out.stop) and done < config.max_steps
+    every = config.save_checkpoint_steps
+    if done // every > step // every or done >= config.max_steps or stopping:
+      if not backend.all_finite():
+        raise errors.NonFiniteState(done - 1, last_checkpoint(config))
+      path = backend.save(done)
+    self.profile.after(done - 1)
+    self.last_step = done - 1
+    if self.on_step:
+      self.on_step(step, out.loss, out.lr)
+      if k > 1:
+        self.on_step(done - 1, out.last_loss, out.last_lr)
+    if stopping:
+      # The step saved: asynchronous workers may have moved the shared step past `done`.
+      raise errors.stopped(backend.global_step(), path or last_checkpoint(config),
+                           self.stop_requested.signal, config.preemption_exit_code)
+    return done
+
+  def _log(self, step, loss_fn):
+    """The progress line when due; on the chief, its rates as TensorBoard scalars too."""
+    if self.logger.after_step(step, loss_fn) is None or not self.chief:
+      return
+    if self.logger.rates:
+      import tensorflow as tf  # pylint: disable=g-import-not-at-top
+      if self.speed is None:  # the driver's own writer: every backend gets these scalars
+        self.speed = tf.summary.create_file_writer(self.config.train_dir)
+      with self.speed.as_default():
+        for tag, value in zip(("examples_per_second", "steps_per_second"), self.logger.rates):
+          tf.summary.scalar(tag, value, step=step)
+
+  def close(self):
+    if self.speed is not None:
+      self.speed.close()
+
+  def finish(self):
+    final = self.backend.global_step()
+    logging.info("Done: step %d, checkpoint %s", final, last_checkpoint(self.config))
+    return final

@@ -1,0 +1,141 @@
+"""A run folder on any filesystem TensorFlow knows: its checkpoint index, recovery, debris.
+
+Every read and write here goes through tf.io.gfile, so a --train_dir of gs://, s3:// (with
+the filesystem plug-in), hdfs:// or ram:// works as a local folder does. `recover(train_dir)`
+is what the driver runs before a trainer resumes (harness.driver); `is_local(path)` tells
+whether the OS can see a path (locks and absolute paths only make sense there).
+"""
+
+import os
+import re
+
+from absl import logging
+import tensorflow as tf
+
+from cifar10 import checkpoints
+
+# What an interrupted save leaves behind: the shards' temporary folder (`ckpt-7_temp`,
+# `model.ckpt-7_temp_<hex>`) and the files written atomically through a temporary name
+# (`checkpoint.tmp<hex>`, `<file>.tempstate<digits>`, `model.ckpt-7.meta.tmp<hex>`).
+_DEBRIS = re.compile(r"(_temp(_[0-9a-f]+)?$|\.tempstate\d*$|\.tmp[0-9a-f]*$)")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_local(path):
+  """Whether `path` is a path of this machine's OS (no scheme, or file://)."""
+  return not _SCHEME.match(path) or path.startswith("file://")
+
+
+def is_absolute(path):
+  """Absolute as a checkpoint index means it: rooted locally, or a URL."""
+  return os.path.isabs(path) or bool(_SCHEME.match(path))
+
+
+def write_atomically(path, text):
+  """Writes `text` to `path` through a temporary name and a rename: readers see the old file
+  or the new one (on object storage the rename is a copy, still never a half-written file)."""
+  tmp = f"{path}.tmp{os.getpid():x}"  # debris if a crash comes between (see recover)
+  with tf.io.gfile.GFile(tmp, "w") as f:
+    f.write(text)
+  tf.io.gfile.rename(tmp, path, overwrite=True)
+
+
+def read_text(path):
+  """The text of file `path`, or None if there is none."""
+  if not tf.io.gfile.exists(path):
+    return None
+  with tf.io.gfile.GFile(path, "r") as f:
+    return f.read()
+
+
+def _mtime(path):
+  return tf.io.gfile.stat(path).mtime_nsec / 1e9
+
+
+def _indexed(train_dir):
+  """(newest, all) prefixes the `checkpoint` index file names, absolute; (None, []) if it is
+  missing, empty or unreadable."""
+  try:
+    state = tf.train.get_checkpoint_state(train_dir)
+  except Exception:  # pylint: disable=broad-except  # a damaged file: parse errors of all kinds
+    return None, []
+  if state is None or not state.model_checkpoint_path:
+    return None, []
+  absolute = lambda p: p if is_absolute(p) else os.path.join(train_dir, p)
+  return absolute(state.model_checkpoint_path), [absolute(p) for p in
+                                                 state.all_model_checkpoint_paths]
+
+
+def write_index(train_dir, prefixes):
+  """Replaces train_dir's `checkpoint` index (atomically) with `prefixes`, oldest first, the
+  last the newest, as paths relative to train_dir, so the folder can be moved or copied."""
+  names = [os.path.basename(p) for p in prefixes]
+  # With the time each was written, so tf.train.CheckpointManager counts them against
+  # max_to_keep (it never deletes a checkpoint older than last_preserved_timestamp).
+  times = [_mtime(p + ".index") for p in prefixes]
+  write_atomically(os.path.join(train_dir, "checkpoint"),
+                   f'model_checkpoint_path: "{names[-1]}"\n'
+                   + "".join(f'all_model_checkpoint_paths: "{n}"\n' for n in names)
+                   + "".join(f"all_model_checkpoint_timestamps: {t!r}\n" for t in times)
+                   + "last_preserved_timestamp: 0.0\n")
+
+
+def _remove_debris(train_dir):
+  removed = [n.rstrip("/") for n in tf.io.gfile.listdir(train_dir)
+             if _DEBRIS.search(n.rstrip("/"))]
+  for name in removed:
+    path = os.path.join(train_dir, name)
+    if tf.io.gfile.isdir(path):
+      tf.io.gfile.rmtree(path)
+    else:
+      tf.io.gfile.remove(path)
+  if removed:
+    logging.info("Removed %d file(s) of an interrupted save from %s: %s", len(removed),
+                 train_dir, ", ".join(sorted(removed)))
+
+
+def recover(train_dir, repair=True):
+  """The newest complete checkpoint of train_dir (or None) and the complete ones to keep
+  counting against --max_checkpoints_to_keep, oldest first. Run before a trainer resumes.
+
+  The `checkpoint` index file is only a pointer: when it is missing, damaged, names a
+  checkpoint whose files are gone, or is older than a complete checkpoint on disk (a save
+  interrupted between its data and the index), the files are scanned and the index is
+  rewritten, with a log line naming what was taken. Paths in it become relative. Debris of
+  interrupted saves is removed. With repair=False (a process that only reads train_dir) the
+  folder is left as it is.
+  """
+  if not tf.io.gfile.isdir(train_dir):
+    return None, []
+  if repair:
+    _remove_debris(train_dir)
+  complete = [p for _, p in checkpoints.steps(train_dir) if checkpoints.is_complete(p)]
+  newest, listed = _indexed(train_dir)
+  if not complete:
+    return None, []
+  keep = [p for p in listed if p in complete] or complete[::-1]
+  if not repair:
+    return complete[0], keep
+  if newest != complete[0] or any(is_absolute(p) for p in _raw_paths(train_dir)):
+    if newest != complete[0]:
+      logging.warning("The checkpoint index of %s names %s; resuming from %s, the newest "
+                      "complete checkpoint in the folder", train_dir, newest or "nothing",
+                      complete[0])
+    keep = [p for p in keep if p != complete[0]] + [complete[0]]
+    write_index(train_dir, keep)
+  return complete[0], keep
+
+
+def _raw_paths(train_dir):
+  """The paths the index file holds, as written (absolute ones are rewritten relative)."""
+  try:
+    text = read_text(os.path.join(train_dir, "checkpoint")) or ""
+  except (tf.errors.OpError, UnicodeDecodeError):
+    return []
+  return re.findall(r'^\w*model_checkpoint_paths?: "([^"]*)"', text, re.MULTILINE)
+
+
+def remove_tree(path):
+  """Removes folder `path` and everything in it, if it exists."""
+  if tf.io.gfile.isdir(path):
+    tf.io.gfile.rmtree(path)

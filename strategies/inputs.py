@@ -1,0 +1,40 @@
+"""The shared input stream as a strategy's distributed batches (compat_v1.inputs' twin).
+
+`distributed_input(config, strategy, source, start)` iterates the global batches of
+cifar10.input_pipeline.train_dataset from step `start`, each replica getting its contiguous
+rows of the global batch, as each TF1 tower took its slice.
+"""
+
+import tensorflow as tf
+
+from cifar10 import input_pipeline
+
+
+def distributed_input(config, strategy, source, start):
+  """An iterator of distributed global batches of the shared stream, from step `start`."""
+  n = strategy.num_replicas_in_sync
+  replica_devices = strategy.extended.worker_devices
+  workers = n // len(replica_devices)
+
+  def per_pipeline(ctx):  # each pipeline makes only its rows of the global batch
+    return input_pipeline.train_dataset(
+        source, seed=config.seed, global_batch_size=config.global_batch_size(n),
+        start_step=start, shard=(ctx.input_pipeline_id, ctx.num_input_pipelines))
+
+  if (workers == 1 and isinstance(strategy, tf.distribute.MirroredStrategy)
+      and all("CPU" in d.upper() for d in replica_devices)):
+    # Replicas on this host's CPUs: one pipeline per replica, each making its rows of the
+    # global batch, read where it is made (MirroredStrategy only has this mode). The default
+    # (one pipeline, its batches split and sent through a MultiDeviceIterator) costs a copy
+    # per replica and stalls up to 3.7 s when the iterator is deleted mid-prefetch
+    # (measured; BENCHMARKS.md).
+    options = tf.distribute.InputOptions(
+        experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
+        experimental_fetch_to_device=False)
+    return iter(strategy.distribute_datasets_from_function(per_pipeline, options))
+  if workers == 1:
+    dataset = input_pipeline.train_dataset(source, seed=config.seed,
+                                           global_batch_size=config.global_batch_size(n),
+                                           start_step=start)
+    return iter(strategy.experimental_distribute_dataset(dataset))
+  return iter(strategy.distribute_datasets_from_function(per_pipeline))  # one per worker

@@ -1,0 +1,76 @@
+"""--init_from in every mode, by construction: harness.driver decides resume or --init_from
+for all five loops, so each starts from another run's checkpoint the same way.
+
+The reference is a TF2 one-device run of 3 steps that saved after every step. Each mode
+starts from its ckpt-2 and runs to step 3: its step-3 weights, moving averages and step must
+be the reference's ckpt-3, bit for bit (N = 1 everywhere; at N = 1 the towers, the Keras path
+and a parameter-server job with one worker are the one-device run). Before the driver, the
+v1 ps/worker job ignored --init_from and trained from the seed.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from cifar10 import checkpoints
+from cifar10 import config
+from tests import helpers
+
+FLAGS = ("--dataset=synthetic", "--batch_size=8", "--seed=2")
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+  root = tmp_path_factory.mktemp("init_from_reference")
+  run = config.TrainConfig(train_dir=str(root), dataset="synthetic", batch_size=8, seed=2,
+                           max_steps=3, save_checkpoint_steps=1)
+  assert helpers.train_tf2(run) == 3
+  return str(root / "ckpt-2"), checkpoints.read(str(root / "ckpt-3"))
+
+
+def _assert_is_step_3_of(reference_state, train_dir):
+  state = checkpoints.read(str(train_dir))
+  assert state.global_step == 3
+  for name, value in reference_state.weights.items():
+    np.testing.assert_array_equal(state.weights[name], value, err_msg=name)
+    np.testing.assert_array_equal(state.averages[name], reference_state.averages[name],
+                                  err_msg=name)
+
+
+def _config(tmp_path, init_from):
+  return config.TrainConfig(train_dir=str(tmp_path), dataset="synthetic", batch_size=8, seed=2,
+                            max_steps=3, init_from=init_from)
+
+
+def test_tf2_towers_and_keras_start_from_another_runs_checkpoint(reference, tmp_path):
+  from examples import keras_loop  # pylint: disable=g-import-not-at-top
+  from strategies import devices  # pylint: disable=g-import-not-at-top
+  init_from, step3 = reference
+  assert helpers.train_tf2(_config(tmp_path / "tf2", init_from)) == 3
+  _assert_is_step_3_of(step3, tmp_path / "tf2")
+  assert helpers.train_v1(_config(tmp_path / "v1", init_from)) == 3
+  _assert_is_step_3_of(step3, tmp_path / "v1")
+  strategy = devices.get_strategy("one_device", ["/cpu:0"])
+  assert keras_loop.fit(_config(tmp_path / "keras", init_from), strategy) == 3
+  _assert_is_step_3_of(step3, tmp_path / "keras")
+
+
+def test_a_run_with_its_own_checkpoint_resumes_and_ignores_init_from(reference, tmp_path):
+  init_from, step3 = reference
+  run = _config(tmp_path, init_from)
+  helpers.train_tf2(dataclasses.replace(run, init_from=None, max_steps=2))
+  # Its own ckpt-2 (from the seed, the same as the reference's) wins over --init_from.
+  assert helpers.train_tf2(dataclasses.replace(run, init_from=str(tmp_path / "nothing"))) == 3
+  _assert_is_step_3_of(step3, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", ["strategies.launch", "compat_v1.launch"])
+def test_cluster_jobs_start_from_another_runs_checkpoint(reference, tmp_path, launcher):
+  init_from, step3 = reference
+  result = helpers.run(launcher, "--workers=1", "--ps=1", "--timeout_secs=200", "--", *FLAGS,
+                       "--max_steps=3", f"--init_from={init_from}", f"--train_dir={tmp_path}")
+  assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+  assert f"Initialized from {init_from} at step 2" in result.stdout + result.stderr
+  _assert_is_step_3_of(step3, tmp_path)
