@@ -24,6 +24,7 @@ from cifar10 import model
 from cifar10.hparams import DEFAULT
 from compat_v1.step import build_train_graph
 from harness import cluster
+from harness import driver
 from harness import launcher
 from strategies import devices as tf2_devices
 from strategies.step import Trainer
@@ -88,11 +89,14 @@ class RunResult:
 
 
 def summaries(train_dir):
-  """{tag: {step: scalar value, or None for a histogram}} of a run's event files."""
+  """{tag: {step: scalar value, or None for a histogram}} of a run's event files (the
+  driver's timing of the machine, harness.driver.SPEED_TAGS, left out)."""
   out = {}
   for path in glob.glob(f"{train_dir}/events.out.tfevents.*"):
     for event in tf.compat.v1.train.summary_iterator(path):
       for value in event.summary.value:
+        if value.tag in driver.SPEED_TAGS:
+          continue
         if value.HasField("histo") or (value.HasField("tensor") and value.tensor.tensor_shape.dim):
           scalar = None
         else:  # v1 writes simple_value, tf.summary a float32 tensor

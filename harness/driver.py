@@ -40,6 +40,10 @@ from harness import progress
 from harness import run_folder
 from harness import signals
 
+# The progress lines' rates, which the driver writes as TensorBoard scalars (on the chief,
+# beside the loop's own summaries; its own events file). They time the machine, not the
+# model: comparisons of two runs' summaries leave them out.
+SPEED_TAGS = ("examples_per_second", "steps_per_second")
 
 @dataclasses.dataclass
 class Steps:
@@ -211,7 +215,7 @@ class Run:
       if self.speed is None:  # the driver's own writer: every backend gets these scalars
         self.speed = tf.summary.create_file_writer(self.config.train_dir)
       with self.speed.as_default():
-        for tag, value in zip(("examples_per_second", "steps_per_second"), self.logger.rates):
+        for tag, value in zip(SPEED_TAGS, self.logger.rates):
           tf.summary.scalar(tag, value, step=step)
 
   def close(self):

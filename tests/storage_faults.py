@@ -24,14 +24,18 @@ MOUNT_SIZE = "96m"
 
 
 def _fill(path):
-  """Writes zeros to `path` until the disk is full."""
-  with open(path, "wb") as f:
-    try:
-      while True:
-        f.write(b"\0" * (1 << 20))
-        f.flush()
-    except OSError:
-      pass
+  """Writes zeros to `path` until the disk is full, to the last block. Unbuffered: a buffered
+  file kept the part of its last write that did not fit and failed again at close."""
+  fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+  try:
+    for chunk in (1 << 20, 1 << 12):
+      try:
+        while True:
+          os.write(fd, b"\0" * chunk)
+      except OSError:
+        pass
+  finally:
+    os.close(fd)
 
 
 def _state(trainer, train_dir):

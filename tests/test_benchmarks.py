@@ -38,9 +38,9 @@ def test_a_run_prints_and_writes_each_kind_against_v1(tmp_path):
   assert sorted(rows) == ["bare_step", "v1"]
   assert rows["v1"]["ratio_to_v1"] == 1.0
   for row in rows.values():
-    assert row["examples_per_sec"] > 0 and row["n"] == 1 and row["precision"] == "fp32"
-    share = 100 * row["examples_per_sec"] * 105295104 / (written["peak_gflops"] * 1e9)
-    assert row["percent_of_peak"] == pytest.approx(share)
+    assert row["n"] == 1 and row["precision"] == "fp32"
+    # Above the matmul peak measured in the same run would be a clock that missed steps.
+    assert 0 < row["percent_of_peak"] < 100, row
   lines = [line for line in result.stdout.splitlines() if line.strip().startswith("fp32")]
   assert len(lines) == 2
   for line, label in zip(lines, (" v1 ", " bare step ")):

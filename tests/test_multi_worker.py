@@ -70,8 +70,9 @@ def test_a_stopped_job_saves_and_launched_again_continues_from_there(tmp_path, m
   assert checkpoints.read(str(tmp_path)).global_step == stopped_at + 5
   assert _no_task_left(tmp_path)
   assert not scratch.exists() and not list(temp.iterdir())
-  # Only the chief writes into train_dir: one events file per launch.
-  assert len(glob.glob(f"{tmp_path}/events.out.tfevents.*")) == 2
+  # Only the chief writes into train_dir: per launch, the events file of its loop and the
+  # one of the driver's speed scalars (harness.driver.SPEED_TAGS).
+  assert len(glob.glob(f"{tmp_path}/events.out.tfevents.*")) == 2 * 2
 
 
 def test_a_worker_that_never_comes_up_is_a_bounded_error(tmp_path):

@@ -221,9 +221,10 @@ def test_labels_outside_cifar10_are_one_line_for_training_and_evaluation(binary,
   root = tmp_path / "data" / "cifar-10-batches-bin"
   name = "data_batch_3.bin" if binary.endswith("train") else "test_batch.bin"
   records = np.fromfile(root / name, np.uint8).reshape(-1, 3073)
+  assert records[2, 0] == written["train" if binary.endswith("train") else "test"][1][
+      8 + 2 if name == "data_batch_3.bin" else 2]  # the record a valid label came from
   records[2, 0] = 12  # CIFAR-10 has labels 0..9
   records.tofile(root / name)
-  assert written
   args = (("--batch_size=4", "--max_steps=1", f"--train_dir={tmp_path / 't'}")
           if binary.endswith("train") else
           ("--run_once", f"--checkpoint_dir={tmp_path}", f"--eval_dir={tmp_path / 'e'}"))
