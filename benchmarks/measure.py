@@ -110,12 +110,12 @@ def keras_path(n, batch, warmup, steps, threads, precision="fp32"):
 def keras_peer(n, batch, warmup, steps, threads, precision="fp32"):
   import keras  # pylint: disable=g-import-not-at-top
   from benchmarks import keras_peer as peer  # pylint: disable=g-import-not-at-top
-  from cifar10 import input_pipeline  # pylint: disable=g-import-not-at-top
+  from cifar10 import data_sources, input_pipeline  # pylint: disable=g-import-not-at-top,g-multiple-import
   policy = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}[precision]
   keras.mixed_precision.set_global_policy(policy)
   strategy = _tf2_strategy(n, threads)
   net = peer.build(strategy)
-  source = input_pipeline.synthetic_source(0)
+  source = data_sources.synthetic_source(0)
   dataset = input_pipeline.train_dataset(source, seed=0, global_batch_size=batch * n)
   clock, seconds = _batch_clock(warmup, steps)
   net.fit(dataset, epochs=1, steps_per_epoch=warmup + steps, callbacks=[clock], verbose=0)
@@ -124,12 +124,12 @@ def keras_peer(n, batch, warmup, steps, threads, precision="fp32"):
 
 def bare_step(n, batch, warmup, steps, threads, precision="fp32"):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from cifar10 import input_pipeline, losses, model  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from cifar10 import data_sources, input_pipeline, losses, model  # pylint: disable=g-import-not-at-top,g-multiple-import
   from cifar10 import precision as mixed  # pylint: disable=g-import-not-at-top
   del n  # one device: the ceiling of one replica's step
   tf.config.threading.set_intra_op_parallelism_threads(threads)
   params = {k: tf.Variable(v) for k, v in model.initial_values(0).items()}
-  source = input_pipeline.synthetic_source(0)
+  source = data_sources.synthetic_source(0)
   images, labels = next(iter(input_pipeline.train_dataset(source, seed=0,
                                                           global_batch_size=batch)))
   dtype = mixed.compute_dtype(precision)

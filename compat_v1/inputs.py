@@ -11,6 +11,7 @@ Synthetic data needs no feed: it is generated in the graph from (seed, index).
 
 import tensorflow as tf
 
+from cifar10 import data_sources as sources
 from cifar10 import input_pipeline as ip
 
 v1 = tf.compat.v1
@@ -19,17 +20,17 @@ v1 = tf.compat.v1
 def load(config, split):
   """Eagerly: numpy (images, labels) of a file-backed split, or None for synthetic data.
   Call it outside any `graph.as_default()` block (tfds and file reads need eager mode)."""
-  return ip.load_arrays(config.dataset, split, data_dir=config.data_dir,
+  return sources.load_arrays(config.dataset, split, data_dir=config.data_dir,
                         download=config.download)
 
 
 def graph_source(arrays, seed, split):
   """(Source, feed_dict) in the current graph: placeholders for `arrays`, or synthetic."""
   if arrays is None:
-    return ip.synthetic_source(seed, split), {}
-  images = v1.placeholder(tf.uint8, [None, ip.HEIGHT, ip.WIDTH, ip.DEPTH], "images")
+    return sources.synthetic_source(seed, split), {}
+  images = v1.placeholder(tf.uint8, [None, sources.HEIGHT, sources.WIDTH, sources.DEPTH], "images")
   labels = v1.placeholder(tf.int32, [None], "labels")
-  source = ip.array_source(images, labels, num_examples=len(arrays[0]))
+  source = sources.array_source(images, labels, num_examples=len(arrays[0]))
   return source, {images: arrays[0], labels: arrays[1]}
 
 

@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10 import config
+from cifar10 import data_sources as sources
 from cifar10 import input_pipeline as ip
 from cifar10 import losses
 from cifar10 import model
@@ -34,7 +35,7 @@ v1 = tf.compat.v1
 
 def global_batch(seed, global_batch_size):
   """The first global batch of the shared synthetic training stream."""
-  stream = ip.train_dataset(ip.synthetic_source(seed), seed=seed,
+  stream = ip.train_dataset(sources.synthetic_source(seed), seed=seed,
                             global_batch_size=global_batch_size)
   images, labels = next(iter(stream))
   return images.numpy(), labels.numpy()
@@ -156,7 +157,7 @@ def keras_train(n, seed, steps, per_replica_batch, decay_steps):
   from examples import keras_model  # pylint: disable=g-import-not-at-top  # imports keras
   strategy = tf2_devices.get_strategy("mirrored", _devices(n))
   net = keras_model.build(strategy, seed=seed, decay_steps=decay_steps)
-  stream = ip.train_dataset(ip.synthetic_source(seed), seed=seed,
+  stream = ip.train_dataset(sources.synthetic_source(seed), seed=seed,
                             global_batch_size=per_replica_batch * n)
   lrs = []  # the rate of each step, read before the step (at the optimizer's step count)
   record = keras_model.keras.callbacks.LambdaCallback(

@@ -30,6 +30,7 @@ import keras
 import tensorflow as tf
 
 from cifar10 import errors
+from cifar10 import data_sources
 from cifar10 import input_pipeline
 from cifar10 import precision
 from examples import keras_model
@@ -134,7 +135,7 @@ class Backend:
 
   def start(self, step):
     config = self.config
-    source = input_pipeline.load_source(config.dataset, "train", seed=config.seed,
+    source = data_sources.load_source(config.dataset, "train", seed=config.seed,
                                         data_dir=config.data_dir, download=config.download)
     self.dataset = input_pipeline.train_dataset(
         source, seed=config.seed, global_batch_size=config.global_batch_size(self.n),

@@ -27,11 +27,11 @@ def main(values):
   device_config = options.example_configs(values)
   if values.vehicle_weight < 0:
     raise UsageError(f"--vehicle_weight must be >= 0, got {values.vehicle_weight}")
-  from cifar10 import input_pipeline  # pylint: disable=g-import-not-at-top
+  from cifar10 import data_sources  # pylint: disable=g-import-not-at-top
   from examples import keras_model  # pylint: disable=g-import-not-at-top
   from strategies import devices  # pylint: disable=g-import-not-at-top
   strategy = devices.get_strategy("mirrored", devices.setup(device_config))
-  source = input_pipeline.load_source(values.dataset, "train", seed=values.seed,
+  source = data_sources.load_source(values.dataset, "train", seed=values.seed,
                                       data_dir=values.data_dir, download=values.download)
   history = keras_model.fit_two_outputs(strategy, source, seed=values.seed, steps=values.steps,
                                         batch_size=values.batch_size,

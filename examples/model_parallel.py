@@ -30,11 +30,11 @@ def main(values):
                      f"{device_config.num_gpus}")
   if values.log_frequency < 1 or not values.learning_rate > 0:
     raise UsageError("--log_frequency and --learning_rate must be positive")
-  from cifar10 import input_pipeline  # pylint: disable=g-import-not-at-top
+  from cifar10 import data_sources  # pylint: disable=g-import-not-at-top
   from examples import two_branch  # pylint: disable=g-import-not-at-top
   from strategies import devices  # pylint: disable=g-import-not-at-top
   branch_devices = devices.setup(device_config)
-  source = input_pipeline.load_source(values.dataset, "train", seed=values.seed,
+  source = data_sources.load_source(values.dataset, "train", seed=values.seed,
                                       data_dir=values.data_dir, download=values.download)
   two_branch.train(branch_devices, source, seed=values.seed, steps=values.steps,
                    batch_size=values.batch_size, learning_rate=values.learning_rate,

@@ -25,6 +25,7 @@ import os
 from absl import logging
 import tensorflow as tf
 
+from cifar10 import data_sources
 from cifar10 import input_pipeline
 from harness import driver
 from strategies import loop
@@ -63,7 +64,7 @@ class Backend:
     global_batch = config.global_batch_size(workers)
     logging.info("Training %s on %d worker(s), global batch %d, decay every %d steps",
                  config.dataset, workers, global_batch, self.trainer.decay_steps)
-    source = self.dataset or input_pipeline.load_source(
+    source = self.dataset or data_sources.load_source(
         config.dataset, "train", seed=config.seed, data_dir=config.data_dir,
         download=config.download)
 
@@ -122,7 +123,7 @@ class Backend:
 def run(config, strategy, dataset=None):
   """Schedules the steps up to config.max_steps; returns the final global step.
 
-  dataset: the examples to train on (an input_pipeline.Source); default: config.dataset.
+  dataset: the examples to train on (an data_sources.Source); default: config.dataset.
   """
   backend = Backend(config, strategy, dataset)
   return driver.train(config, backend, replicas=backend.workers,

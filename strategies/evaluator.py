@@ -11,6 +11,7 @@ import contextlib
 import tensorflow as tf
 
 from cifar10 import checkpoints
+from cifar10 import data_sources
 from cifar10 import input_pipeline
 from cifar10 import model
 from harness import ownership
@@ -24,7 +25,7 @@ class Evaluator:
   def __init__(self, config):
     self.config = config
     split = "test" if config.eval_data == "test" else "train"
-    source = input_pipeline.load_source(config.dataset, split, seed=config.seed,
+    source = data_sources.load_source(config.dataset, split, seed=config.seed,
                                         data_dir=config.data_dir, download=config.download)
     self.dataset = input_pipeline.eval_dataset(source, batch_size=config.batch_size,
                                                num_examples=config.num_examples)

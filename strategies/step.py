@@ -31,7 +31,6 @@ from cifar10 import losses
 from cifar10 import model
 from cifar10 import precision
 from cifar10 import schedule
-from cifar10 import summaries
 from cifar10.hparams import DEFAULT
 
 
@@ -49,7 +48,7 @@ class Trainer:
     self.loss_scale = loss_scale  # of a tower's loss (cifar10.precision): None, a float, DYNAMIC
     self.dynamic = loss_scale == precision.DYNAMIC
     self.ema_reads = ema_reads
-    # Whether train_step returns what write_summaries needs (not under ParameterServerStrategy,
+    # Whether train_step returns what strategies.loop writes as summaries (not under ParameterServerStrategy,
     # whose coordinator would fetch it from the workers and writes its own summaries).
     self.summary_outputs = summary_outputs
     values = model.initial_values(seed)
@@ -198,26 +197,6 @@ class Trainer:
     for _ in tf.range(more):
       last_loss, last_lr, _, _ = self._step(iterator, stop, record=False)
     return loss, lr, stopping, record, last_loss, last_lr
-
-  def write_summaries(self, step, loss, lr, record):
-    """Writes step `step`'s summaries into the default writer, eagerly, from what train_step
-    returned: loss, learning rate, the original's summaries (cifar10.summaries) and the
-    histograms of each weight (after the update) and its all-reduced gradient.
-
-    Eagerly and only on the steps that record: written inside the compiled step, the
-    summary ops (under tf.summary.record_if) made its tracing and first run ~5 s longer.
-    """
-    tf.summary.scalar("loss", loss, step=step)
-    tf.summary.scalar("learning_rate", lr, step=step)
-    scalars, histograms = summaries.original(record["activations"], record["terms"],
-                                             record["averages"])
-    for tag, value in scalars.items():
-      tf.summary.scalar(tag, value, step=step)
-    for tag, value in histograms.items():
-      tf.summary.histogram(tag, value, step=step)
-    for name, grad in zip(model.VARIABLE_NAMES, record["gradients"]):
-      tf.summary.histogram(name + "/values", self.params[name], step=step)
-      tf.summary.histogram(name + "/gradients", grad, step=step)
 
   def _apply_ema(self):
     with self.strategy.scope():  # EMA looks its shadows up by the scoped variables.

@@ -22,6 +22,14 @@ def start(module, *args):
                           stderr=subprocess.STDOUT, text=True, env=env(), cwd="/")
 
 
+def check_one_line(result, expected):
+  """That `result` failed with exit 2 and one `error:` line holding `expected`; the line."""
+  assert result.returncode == 2, result.stderr[-2000:]
+  line = error_line(result)
+  assert line.startswith("error: ") and expected in line, line
+  return line
+
+
 def error_line(result):
   """The last stderr line, which must be the whole one-line error."""
   lines = result.stderr.strip().splitlines()
@@ -35,18 +43,18 @@ def write_bin_dataset(data_dir, seed, train_per_file, num_test):
   per split."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from cifar10 import input_pipeline as ip  # pylint: disable=g-import-not-at-top
+  from cifar10 import data_sources  # pylint: disable=g-import-not-at-top
   root = os.path.join(data_dir, "cifar-10-batches-bin")
   os.makedirs(root, exist_ok=True)
   written = {}
   for split, n in (("train", 5 * train_per_file), ("test", num_test)):
-    source = ip.synthetic_source(seed, split)
+    source = data_sources.synthetic_source(seed, split)
     images, labels = tf.data.Dataset.range(n).map(source.fetch).batch(n).get_single_element()
     images, labels = images.numpy(), labels.numpy()
     records = np.concatenate([labels.astype(np.uint8)[:, None],
                               images.transpose(0, 3, 1, 2).reshape(n, -1)], axis=1)
     chunks = np.split(records, 5) if split == "train" else [records]
-    for name, chunk in zip(ip.BIN_FILES[split], chunks):
+    for name, chunk in zip(data_sources.BIN_FILES[split], chunks):
       chunk.tofile(os.path.join(root, name))
     written[split] = (images, labels)
   return written

@@ -1,4 +1,4 @@
-"""A full disk and a read-only disk, for real: run by test_nothing_lost as
+"""A full disk and a read-only disk, for real: run by test_run_folder as
 `unshare -m python -m tests.storage_faults DIR`, in a private mount namespace where small
 tmpfs mounts under DIR are the disks (they vanish with the process).
 

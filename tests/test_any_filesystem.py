@@ -80,3 +80,25 @@ def test_recovery_rewrites_a_damaged_index_on_ram():
   assert newest == f"{root}/ckpt-4" and keep == [f"{root}/ckpt-2", f"{root}/ckpt-4"]
   assert not tf.io.gfile.exists(f"{root}/ckpt-6_temp")
   assert tf.train.latest_checkpoint(root) == f"{root}/ckpt-4"
+
+
+def test_the_classic_bin_files_are_read_from_any_filesystem(tmp_path):
+  from cifar10 import data_sources  # pylint: disable=g-import-not-at-top
+  helpers.write_bin_dataset(str(tmp_path), seed=4, train_per_file=3, num_test=5)
+  remote = f"ram://{uuid.uuid4().hex}/data"
+  for name in os.listdir(tmp_path / data_sources.BIN_FOLDER):
+    tf.io.gfile.makedirs(f"{remote}/{data_sources.BIN_FOLDER}")
+    tf.io.gfile.copy(str(tmp_path / data_sources.BIN_FOLDER / name),
+                     f"{remote}/{data_sources.BIN_FOLDER}/{name}")
+  for split in ("train", "test"):
+    local, there = data_sources.load_bin(str(tmp_path), split), data_sources.load_bin(remote,
+                                                                                     split)
+    np.testing.assert_array_equal(there[0], local[0])
+    np.testing.assert_array_equal(there[1], local[1])
+  assert there[0].shape == (5, 32, 32, 3)
+  # A tarball there is not unpacked into the bucket: one line says what to do.
+  tf.io.gfile.rmtree(f"{remote}/{data_sources.BIN_FOLDER}")
+  with tf.io.gfile.GFile(f"{remote}/{data_sources.BIN_TARBALL}", "wb") as f:
+    f.write(b"\0")
+  with pytest.raises(errors.UsageError, match="is not unpacked, and --data_dir is not a local"):
+    data_sources.load_bin(remote, "train")

@@ -66,8 +66,8 @@ def test_tfds_cifar10_absent_fails_within_seconds_and_says_what_to_do(trainer, t
                                                                      monkeypatch):
   # Downloading is on by default (the original downloaded too); a machine that cannot reach
   # the data host is told so at once (no network here, and the probe is a closed port).
-  from cifar10 import input_pipeline  # pylint: disable=g-import-not-at-top
-  monkeypatch.setattr(input_pipeline, "DOWNLOAD_PROBE", ("127.0.0.1", 9))
+  from cifar10 import data_sources  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(data_sources, "DOWNLOAD_PROBE", ("127.0.0.1", 9))
   begin = time.time()
   line = _check(helpers.call(trainer, f"--train_dir={tmp_path / 't'}",
                             "--dataset=cifar10", f"--data_dir={tmp_path}"),
@@ -152,3 +152,38 @@ def test_help_lists_the_flags_a_binary_takes():
   result = helpers.run("compat_v1.train", "--help")  # absl's --help exits with status 1
   for flag in ("--train_dir", "--num_gpus", "--learning_rate", "--job_name", "--decay_steps"):
     assert f"  {flag}" in result.stdout, flag
+
+
+@pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
+@pytest.mark.parametrize("flag,expected", [
+    ("--seed=9223372036854775808", "--seed must be in [0, 2**63), got 9223372036854775808"),
+    ("--learning_rate=inf", "--learning_rate must be positive and finite as a float32 (at most "
+     "3.402823e+38), got inf"),
+    ("--learning_rate=nan", "finite as a float32 (at most 3.402823e+38), got nan"),
+    # Before: accepted, and Inf in the trainers (with numpy's overflow warning on stderr).
+    ("--learning_rate=1e300", "finite as a float32 (at most 3.402823e+38), got 1e+300"),
+])
+def test_seeds_and_rates_tensorflow_cannot_hold_are_one_line(trainer, flag, expected, tmp_path):
+  _check(helpers.call(trainer, "--dataset=synthetic", "--batch_size=4", "--max_steps=2", flag,
+                      f"--train_dir={tmp_path}"), expected)
+  assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("binary", ["strategies.train", "compat_v1.train", "strategies.eval",
+                                    "compat_v1.eval"])
+def test_labels_outside_cifar10_are_one_line_for_training_and_evaluation(binary, tmp_path):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  written = helpers.write_bin_dataset(str(tmp_path / "data"), seed=1, train_per_file=4,
+                                      num_test=8)
+  root = tmp_path / "data" / "cifar-10-batches-bin"
+  name = "data_batch_3.bin" if binary.endswith("train") else "test_batch.bin"
+  records = np.fromfile(root / name, np.uint8).reshape(-1, 3073)
+  assert records[2, 0] == written["train" if binary.endswith("train") else "test"][1][
+      8 + 2 if name == "data_batch_3.bin" else 2]  # the record a valid label came from
+  records[2, 0] = 12  # CIFAR-10 has labels 0..9
+  records.tofile(root / name)
+  args = (("--batch_size=4", "--max_steps=1", f"--train_dir={tmp_path / 't'}")
+          if binary.endswith("train") else
+          ("--run_once", f"--checkpoint_dir={tmp_path}", f"--eval_dir={tmp_path / 'e'}"))
+  _check(helpers.call(binary, "--dataset=cifar10_bin", f"--data_dir={tmp_path / 'data'}",
+                      *args), "has label 12")

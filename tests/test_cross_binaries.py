@@ -6,7 +6,6 @@ bit-identical; each continues the other's run (--init_from) as if it had never s
 evaluator scores the other's checkpoints with the same precision.
 """
 
-import glob
 import re
 
 import numpy as np
@@ -15,6 +14,7 @@ import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10 import config
+from cifar10 import data_sources as sources
 from cifar10 import input_pipeline as ip
 from cifar10 import model
 from equivalence import runs as equivalence_runs
@@ -145,7 +145,7 @@ def test_each_evaluator_scores_each_example_once_from_the_other_trainers_checkpo
   # 200 test records in batches of 64: three full batches and one of 8, each scored once.
   assert count == "200" and step == "12"
   averages = checkpoints.read(f"{root}/v1").averages
-  source = ip.load_source("cifar10_bin", "test", seed=2, data_dir=str(root / "data"))
+  source = sources.load_source("cifar10_bin", "test", seed=2, data_dir=str(root / "data"))
   images, labels = next(iter(ip.eval_dataset(source, batch_size=200)))
   correct = int(tf.reduce_sum(tf.cast(
       tf.math.in_top_k(labels, model.inference(averages, images), 1), tf.int32)))

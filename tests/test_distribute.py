@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from cifar10 import config
+from cifar10 import data_sources as sources
 from cifar10 import input_pipeline as ip
 from cifar10 import model
 from cifar10.errors import UsageError
@@ -16,7 +17,7 @@ GLOBAL_BATCH = 16
 
 
 def _global_batch():
-  return next(iter(ip.train_dataset(ip.synthetic_source(9), seed=9,
+  return next(iter(ip.train_dataset(sources.synthetic_source(9), seed=9,
                                     global_batch_size=GLOBAL_BATCH)))
 
 
@@ -42,7 +43,7 @@ def test_each_replica_gets_its_contiguous_slice_of_the_global_batch(n):
   cfg = config.TrainConfig(train_dir="unused", dataset="synthetic", seed=9,
                            batch_size=GLOBAL_BATCH // n)
   strategy = tf2_devices.get_strategy("mirrored", _devices(n))
-  source = ip.synthetic_source(9)
+  source = sources.synthetic_source(9)
   iterator = inputs.distributed_input(cfg, strategy, source, start=3)
   stream = iter(ip.train_dataset(source, seed=9, global_batch_size=GLOBAL_BATCH, start_step=3))
   per = GLOBAL_BATCH // n
@@ -79,7 +80,7 @@ def test_a_stop_request_reaches_every_replica_through_the_step_all_reduce():
   # comes back true from the step, so every replica (and worker) stops after the same step.
   strategy = tf2_devices.get_strategy("mirrored", _devices(2))
   trainer = Trainer(strategy, seed=9, global_batch_size=GLOBAL_BATCH, decay_steps=100)
-  stream = ip.train_dataset(ip.synthetic_source(9), seed=9, global_batch_size=GLOBAL_BATCH)
+  stream = ip.train_dataset(sources.synthetic_source(9), seed=9, global_batch_size=GLOBAL_BATCH)
   iterator = iter(strategy.experimental_distribute_dataset(stream))
   flags = [bool(trainer.train_step(iterator, stop_requested=request)[2])
            for request in (False, True, False)]

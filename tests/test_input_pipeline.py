@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from cifar10 import data_sources as sources
 from cifar10 import input_pipeline as ip
 from cifar10.errors import UsageError
 
@@ -38,17 +39,17 @@ def fixture_bin_dir(tmp_path):
 
 
 def test_bin_records_decode_to_exact_pixels_and_labels(bin_dir):
-  images, labels = ip.load_bin(bin_dir, "test")
+  images, labels = sources.load_bin(bin_dir, "test")
   np.testing.assert_array_equal(images, _images(3))
   np.testing.assert_array_equal(labels, [3, 9, 0])
-  images, labels = ip.load_bin(bin_dir, "train")
+  images, labels = sources.load_bin(bin_dir, "train")
   assert images.shape == (10, 32, 32, 3) and images.dtype == np.uint8
   np.testing.assert_array_equal(images[8:], _images(2) + 5)
   np.testing.assert_array_equal(labels, [1, 2, 2, 3, 3, 4, 4, 5, 5, 6])
 
 
 def test_eval_images_are_the_standardized_central_crop(bin_dir):
-  source = ip.load_source("cifar10_bin", "test", seed=0, data_dir=bin_dir)
+  source = sources.load_source("cifar10_bin", "test", seed=0, data_dir=bin_dir)
   images, labels = next(iter(ip.eval_dataset(source, batch_size=3)))
   crop = _images(3)[:, 4:28, 4:28, :].astype(np.float64)
   mean = crop.mean(axis=(1, 2, 3), keepdims=True)
@@ -58,7 +59,7 @@ def test_eval_images_are_the_standardized_central_crop(bin_dir):
 
 
 def test_eval_scores_each_example_once_and_refuses_more_than_the_split(bin_dir):
-  source = ip.load_source("cifar10_bin", "test", seed=0, data_dir=bin_dir)
+  source = sources.load_source("cifar10_bin", "test", seed=0, data_dir=bin_dir)
   batches = [labels.numpy().tolist() for _, labels in ip.eval_dataset(source, batch_size=2)]
   assert batches == [[3, 9], [0]]  # the last batch holds the remainder
   assert [len(y) for _, y in ip.eval_dataset(source, batch_size=2, num_examples=1)] == [1]
@@ -71,17 +72,17 @@ def test_bin_file_of_wrong_size_is_a_usage_error(bin_dir, size):
   with open(os.path.join(bin_dir, "cifar-10-batches-bin", "test_batch.bin"), "wb") as f:
     f.write(b"\0" * size)
   with pytest.raises(UsageError, match=f"test_batch.bin is {size} bytes, not a positive multiple"):
-    ip.load_source("cifar10_bin", "test", seed=0, data_dir=bin_dir)
+    sources.load_source("cifar10_bin", "test", seed=0, data_dir=bin_dir)
 
 
 def test_missing_directory_and_file_are_usage_errors(bin_dir, tmp_path):
   with pytest.raises(UsageError, match="is not a directory"):
-    ip.load_source("cifar10_bin", "train", seed=0, data_dir=str(tmp_path / "nope"))
+    sources.load_source("cifar10_bin", "train", seed=0, data_dir=str(tmp_path / "nope"))
   os.remove(os.path.join(bin_dir, "cifar-10-batches-bin", "data_batch_3.bin"))
   with pytest.raises(UsageError, match="missing CIFAR-10 file .*data_batch_3.bin"):
-    ip.load_source("cifar10_bin", "train", seed=0, data_dir=bin_dir)
+    sources.load_source("cifar10_bin", "train", seed=0, data_dir=bin_dir)
   with pytest.raises(UsageError, match="unknown --dataset 'mnist'"):
-    ip.load_source("mnist", "train", seed=0)
+    sources.load_source("mnist", "train", seed=0)
 
 
 def _tarball(path, members):
@@ -107,12 +108,12 @@ def test_the_classic_tarball_in_data_dir_is_unpacked_and_read(bin_dir, tmp_path)
   _tarball(data / "cifar-10-binary.tar.gz",
            {f"cifar-10-batches-bin/{name}": open(os.path.join(folder, name), "rb").read()
             for name in sorted(os.listdir(folder))})
-  images, labels = ip.load_bin(str(data), "test")
+  images, labels = sources.load_bin(str(data), "test")
   np.testing.assert_array_equal(images, _images(3))
   np.testing.assert_array_equal(labels, [3, 9, 0])
   assert sorted(os.listdir(data)) == ["cifar-10-batches-bin", "cifar-10-binary.tar.gz"]
-  np.testing.assert_array_equal(ip.load_bin(str(data), "train")[0],
-                                ip.load_bin(bin_dir, "train")[0])
+  np.testing.assert_array_equal(sources.load_bin(str(data), "train")[0],
+                                sources.load_bin(bin_dir, "train")[0])
 
 
 @pytest.mark.parametrize("member", ["../escaped.bin", "cifar-10-batches-bin/../../x.bin",
@@ -128,19 +129,19 @@ def test_a_tarball_that_is_not_cifar10_is_one_line_and_unpacks_nothing(tmp_path,
   with pytest.raises(UsageError, match=re.escape(
       f"{data}/cifar-10-binary.tar.gz holds {shown!r}, which is not a file of "
       "cifar-10-batches-bin/: not the CIFAR-10 binary tarball; nothing was unpacked")):
-    ip.load_bin(str(data), "train")
+    sources.load_bin(str(data), "train")
   assert os.listdir(data) == ["cifar-10-binary.tar.gz"]
   assert not (tmp_path / "escaped.bin").exists() and not os.path.exists("/abs.bin")
   (data / "cifar-10-binary.tar.gz").write_bytes(b"not gzip")
   with pytest.raises(UsageError, match="cannot unpack .*cifar-10-binary.tar.gz: .*; download "
                                        "cifar-10-binary.tar.gz again"):
-    ip.load_bin(str(data), "train")
+    sources.load_bin(str(data), "train")
 
 
 def test_tfds_source_reads_what_tfds_gives():
   with tfds.testing.mock_data(num_examples=6,
                                   policy=tfds.testing.MockPolicy.USE_CODE):
-    source = ip.load_source("cifar10", "train", seed=0)
+    source = sources.load_source("cifar10", "train", seed=0)
     expected = list(tfds.load("cifar10", split="train", as_supervised=True))
   assert source.num_examples == 6
   for index, (image, label) in enumerate(expected):
@@ -152,17 +153,17 @@ def test_tfds_source_reads_what_tfds_gives():
 def test_tfds_without_data_fails_fast_offline(tmp_path, monkeypatch):
   begin = time.time()
   with pytest.raises(UsageError, match="tfds cifar10 is not in .* downloading is off"):
-    ip.load_source("cifar10", "train", seed=0, data_dir=str(tmp_path))
+    sources.load_source("cifar10", "train", seed=0, data_dir=str(tmp_path))
   # A download that cannot reach the data host is refused before tfds starts retrying.
-  monkeypatch.setattr(ip, "DOWNLOAD_PROBE", ("127.0.0.1", 9))
+  monkeypatch.setattr(sources, "DOWNLOAD_PROBE", ("127.0.0.1", 9))
   with pytest.raises(UsageError, match="cannot reach 127.0.0.1 to download it"):
-    ip.load_source("cifar10", "train", seed=0, data_dir=str(tmp_path), download=True)
+    sources.load_source("cifar10", "train", seed=0, data_dir=str(tmp_path), download=True)
   assert time.time() - begin < 15
 
 
 def _index_source(n):
   """A source whose label is the example's index, to watch the order of the stream."""
-  return ip.Source(n, lambda i: (tf.zeros([32, 32, 3], tf.uint8), tf.cast(i, tf.int32)))
+  return sources.Source(n, lambda i: (tf.zeros([32, 32, 3], tf.uint8), tf.cast(i, tf.int32)))
 
 
 def test_each_epoch_is_a_fresh_permutation_and_batches_span_epochs():
@@ -174,7 +175,7 @@ def test_each_epoch_is_a_fresh_permutation_and_batches_span_epochs():
 
 
 def _first_batches(seed, batch, count, start_step=0, source=None):
-  source = source or ip.synthetic_source(seed, "train")
+  source = source or sources.synthetic_source(seed, "train")
   ds = ip.train_dataset(source, seed=seed, global_batch_size=batch, start_step=start_step)
   return [(x.numpy(), y.numpy()) for x, y in ds.take(count)]
 
@@ -208,7 +209,7 @@ def test_each_epoch_draws_its_own_crop_and_flip_of_an_image():
   # standardization keep each channel's order, so the output shows the crop's orientation.
   rows, cols = np.meshgrid(np.arange(32) * 8, np.arange(32) * 8, indexing="ij")
   pattern = np.stack([rows, cols, np.zeros_like(rows)], axis=-1).astype(np.uint8)
-  source = ip.Source(1, lambda i: (tf.constant(pattern), tf.cast(i, tf.int32)))
+  source = sources.Source(1, lambda i: (tf.constant(pattern), tf.cast(i, tf.int32)))
   # One example, so the 32 rows of the batch are its draws in epochs 0..31.
   (images, _), = _first_batches(5, 32, 1, source=source)
   assert images.shape == (32, 24, 24, 3)

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from cifar10 import data_sources as sources
 from cifar10 import input_pipeline as ip
-from cifar10 import schedule
 from equivalence import runs
 from strategies import devices as tf2_devices
 from examples import keras_model
@@ -41,7 +41,7 @@ def test_fit_steps_equal_custom_loop_steps(replicas):
 def test_two_outputs_keep_their_names_losses_and_weights():
   strategy = tf2_devices.get_strategy("mirrored", ["/cpu:0", "/cpu:1"])
   net = keras_model.build_two_outputs(strategy, seed=1, vehicle_weight=0.5)
-  stream = ip.train_dataset(ip.synthetic_source(1), seed=1, global_batch_size=16)
+  stream = ip.train_dataset(sources.synthetic_source(1), seed=1, global_batch_size=16)
   history = net.fit(stream.map(keras_model.two_output_targets), steps_per_epoch=2, epochs=1,
                     verbose=0, shuffle=False)
   assert sorted(history.history) == ["label_accuracy", "label_loss", "loss",

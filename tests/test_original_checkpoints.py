@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10 import config
+from cifar10 import data_sources as sources
 from cifar10 import input_pipeline as ip
 from cifar10 import model
 from cifar10 import schedule
@@ -54,7 +55,7 @@ def test_both_evaluators_score_the_originals_moving_averages(original, precision
   path = str(root / precision / "model.ckpt-2")
   state = checkpoints.read(path)
   assert state.global_step == SAVED_AT
-  source = ip.synthetic_source(SEED, "test")
+  source = sources.synthetic_source(SEED, "test")
   images, labels = next(iter(ip.eval_dataset(source, batch_size=100, num_examples=100)))
   expected = int(tf.reduce_sum(tf.cast(tf.math.in_top_k(
       labels, model.inference(state.averages, images), 1), tf.int32))) / 100

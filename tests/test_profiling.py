@@ -9,7 +9,6 @@ from cifar10 import config
 from cifar10.errors import UsageError
 from harness import profiling
 from harness import driver
-from strategies import loop
 from tests import helpers
 
 FLAGS = ("--dataset=synthetic", "--batch_size=4", "--max_steps=4")

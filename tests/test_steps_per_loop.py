@@ -16,7 +16,6 @@ from cifar10 import config
 from cifar10 import errors
 from equivalence import runs
 from harness import driver
-from strategies import loop
 from tests import helpers
 
 REPLICAS = ("/cpu:0", "/cpu:1")

@@ -18,6 +18,7 @@ import pytest
 import tensorflow as tf
 
 from cifar10 import checkpoints
+from cifar10 import data_sources as sources
 from cifar10 import input_pipeline as ip
 from cifar10 import model
 from tests import helpers
@@ -204,7 +205,7 @@ def test_eval_scores_the_moving_averages_and_training_learns(reference, tmp_path
   values = _variables(tf.train.latest_checkpoint(train_dir))
   ema = {n: values[f"ema/{n.replace('/', '.S')}/.ATTRIBUTES/VARIABLE_VALUE"]
          for n in model.VARIABLE_NAMES}
-  source = ip.synthetic_source(3, "test")
+  source = sources.synthetic_source(3, "test")
   correct = 0
   for images, labels in ip.eval_dataset(source, batch_size=64, num_examples=512):
     correct += int(tf.reduce_sum(tf.cast(

@@ -20,6 +20,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from cifar10 import data_sources as sources
 from cifar10 import input_pipeline as ip
 from cifar10 import model
 
@@ -106,7 +107,7 @@ def train(num_gpus, seed, steps, batch_size, decay_steps, ema_reads, save_path=N
                                   trainable=False)
     lr = v1.train.exponential_decay(0.1, global_step, decay_steps, 0.1, staircase=True)
     opt = v1.train.GradientDescentOptimizer(lr)
-    stream = ip.train_dataset(ip.synthetic_source(seed), seed=seed,
+    stream = ip.train_dataset(sources.synthetic_source(seed), seed=seed,
                               global_batch_size=batch_size * num_gpus)
     images, labels = v1.data.make_one_shot_iterator(stream).get_next()
     images = tf.cast(images, dtype)
