@@ -51,17 +51,18 @@ _NON_FINITE_HISTOGRAM = ("Infinity in Histogram", "Nan in Histogram",
 
 
 @contextlib.contextmanager
-def loss_checked(step, last_checkpoint):
+def loss_checked(failed_step, last_checkpoint):
   """Around a training step: TensorFlow's failed loss check (an InvalidArgumentError carrying
   NON_FINITE_CHECK, matched by class name: this module does not import TensorFlow) becomes
-  NonFiniteLoss, and a summary histogram of a non-finite weight NonFiniteState; `step` (or
-  step(), if callable) is the step that failed, last_checkpoint() the newest checkpoint."""
+  NonFiniteLoss, and a summary histogram of a non-finite weight NonFiniteState;
+  failed_step() is the step that failed, last_checkpoint() the newest checkpoint (both only
+  called on a failure)."""
   try:
     yield
   except Exception as e:  # pylint: disable=broad-except
     if type(e).__name__ != "InvalidArgumentError":
       raise
-    at = step() if callable(step) else step
+    at = failed_step()
     if NON_FINITE_CHECK in str(e):
       raise NonFiniteLoss(at, last_checkpoint()) from None
     if any(words in str(e) for words in _NON_FINITE_HISTOGRAM):

@@ -166,8 +166,8 @@ class Run:
     stop = bool(self.stop_requested)
     self.before(step)
     # With k > 1 the failing step is the first not applied: the global step after the call.
-    with errors.loss_checked(step if k == 1 else self.backend.global_step,
-                             lambda: last_checkpoint(config)):
+    failed_step = (lambda: step) if k == 1 else self.backend.global_step
+    with errors.loss_checked(failed_step, lambda: last_checkpoint(config)):
       out = self.backend.run(step, k, stop, record=summarise,
                              sync=summarise or logs or saves or stop or last == config.max_steps - 1)
     return self.after(step, k, out)

@@ -109,9 +109,9 @@ class Backend:
                    else tf.summary.create_noop_writer())
 
   def run(self, step, k, stop, record, sync):  # pylint: disable=unused-argument
-    loss, lr, stopping, out, last_loss, last_lr = self.trainer.train_steps(
-        self.iterator, k, stop, record=record)
-    return driver.Steps(loss, lr, last_loss, last_lr, stop=stopping, record=out)
+    out = self.trainer.train_steps(self.iterator, k, stop, record=record)
+    return driver.Steps(out.loss, out.lr, out.last_loss, out.last_lr, stop=out.stop,
+                        record=out.record)
 
   def write_summaries(self, step, steps):
     """Step `step`'s summaries, eagerly, from what the step returned: loss, learning rate,

@@ -23,6 +23,8 @@ saves the shards as slices of one tensor under the weight's usual key, so checkp
 partitioned and plain runs are interchangeable.
 """
 
+import collections
+
 import tensorflow as tf
 # ShardedVariable has no public constructor; it is the type PSS partitions weights into.
 from tensorflow.python.distribute import sharded_variable  # pylint: disable=g-direct-tensorflow-import
@@ -32,6 +34,11 @@ from cifar10 import model
 from cifar10 import precision
 from cifar10 import schedule
 from cifar10.hparams import DEFAULT
+
+# What one call of the compiled step(s) returns: the first step's loss, learning rate and stop
+# flag (whether any process of the job asked to stop), its record for summaries ({} unless
+# asked), and the last step's loss and learning rate (the first's, in a call of one step).
+Call = collections.namedtuple("Call", "loss lr stop record last_loss last_lr")
 
 
 class Trainer:
@@ -213,14 +220,13 @@ class Trainer:
     return fn(iterator, tf.constant(float(stop_requested)))
 
   def train_steps(self, iterator, steps, stop_requested=False, record=False):
-    """`steps` synchronous steps in one call; returns train_step's four values for the first
-    step, then the loss and learning rate of the last. One step runs train_step's function;
-    only a call of one step returns a record (for summaries)."""
+    """`steps` synchronous steps in one call; returns a Call. One step runs train_step's
+    function; only a call of one step returns a record (for summaries)."""
     if steps == 1:
       loss, lr, stopping, out = self.train_step(iterator, stop_requested, record)
-      return loss, lr, stopping, out, loss, lr
-    return self.steps_fn(iterator, tf.constant(float(stop_requested)),
-                         tf.constant(steps - 1, tf.int32))
+      return Call(loss, lr, stopping, out, loss, lr)
+    return Call(*self.steps_fn(iterator, tf.constant(float(stop_requested)),
+                               tf.constant(steps - 1, tf.int32)))
 
   @tf.function
   def all_finite(self):
