@@ -2,9 +2,10 @@
 
 A binary is two functions: `define_flags(fv)` puts its flags into the FlagValues it is given,
 and `main(values)` (or `main(values, args)` for the launchers, which pass on what follows
-`--`) does the work. `app_run(define_flags, main)` is the `python -m` form; `call(...)` runs
-the same binary inside this process (the tests do), with the same parsing, the same messages
-and the exit status returned instead of exiting.
+`--`) does the work. `app_run(fv, define_flags, main)` is the `python -m` form (`fv`: the
+global FlagValues, absl's flags.FLAGS); `call(define_flags, main, argv)` runs the same binary
+inside this process (the tests do), with the same parsing, the same messages and the exit
+status returned instead of exiting.
 
   UsageError            error: <message>    exit 2
   errors.Stopped        stopped: <message>  exit --preemption_exit_code (143); 130 on Ctrl-C
@@ -12,6 +13,7 @@ and the exit status returned instead of exiting.
   TF placement failure  error: <one line>   exit 2 (soft placement off, see `placement`)
   disk full, read-only  error: <one line>   exit 2 (see `storage`)
   port taken            error: <one line>   exit 2 (see `server`)
+  a peer died mid-run   error: <one line>   exit 143, what restart policies retry (`peer_lost`)
 """
 
 import re
@@ -87,6 +89,26 @@ def server(error):
   return None
 
 
+# TensorFlow's words when a collective's peer is gone: the coordination service's heartbeats
+# stopped, its health check found the peer down, or the peer's socket closed mid-collective.
+_PEER_LOST = re.compile(r"Collective ops is aborted|stopped sending heartbeats|is down")
+_PEER = re.compile(r"(?:remote target |stopped sending heartbeats\):\s*)(/job:\S+?):?\s|"
+                   r"(/job:\S+) is down")
+
+
+def peer_lost(error):
+  """The UsageError for a multi-worker job whose peer died mid-run (its collectives fail once
+  the strategy notices, within seconds), or None if `error` is not one."""
+  if type(error).__name__ not in ("UnavailableError", "InternalError", "AbortedError") \
+      or not _PEER_LOST.search(str(error)):
+    return None
+  peer = _PEER.search(str(error))
+  who = f" ({peer[1] or peer[2]})" if peer else ""
+  return UsageError(f"a peer of this job stopped{who}; this task cannot go on alone: start "
+                    "the job again, and every task resumes from the newest checkpoint of "
+                    "--train_dir")
+
+
 class Exit(Exception):
   """A binary's end with `status`, its message already printed."""
 
@@ -123,6 +145,9 @@ def _main(main, values, args, takes_args):
     # Only TensorFlow's placement failures (soft placement off), refused writes and servers
     # that cannot start become one line; classes are matched by name so that bad flags
     # never wait for TensorFlow to import.
+    lost = peer_lost(e)
+    if lost is not None:  # not the user's fault: a status restart policies retry
+      _fail(str(lost), status=errors.PREEMPTED_EXIT_STATUS)
     error = (placement(str(e)) if type(e).__name__ == "InvalidArgumentError"
              else storage(e) or server(e))
     if error is None:

@@ -130,8 +130,9 @@ def define_cluster_flags(fv):
                        "A managed cluster's evaluator task (TF_CONFIG task type "
                        "'evaluator'): test examples scored per checkpoint.", flag_values=fv)
   flags.DEFINE_integer("peer_timeout_secs", 300, "Cluster jobs: how long to wait for the "
-                       "other tasks to come up (ps tasks and chief, or every worker), and "
-                       "under multi_worker_mirrored for every all-reduce.", flag_values=fv)
+                       "other tasks to come up (ps tasks and chief, or every worker); a peer "
+                       "that dies later is noticed by the strategy within seconds.",
+                       flag_values=fv)
 
 
 def cluster_task(values, layout):

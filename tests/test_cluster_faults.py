@@ -149,3 +149,26 @@ def test_a_task_whose_port_is_taken_is_one_line(args, jobs, task, tmp_path, monk
            f"{task}:0 cannot listen on {address}: port {address.rpartition(':')[2]} is in use "
            "by another process on this machine")
   assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("kind,message,peer", [
+    # The peer's socket closed in the middle of an all-reduce (a SIGKILLed worker).
+    ("UnavailableError", "Graph execution error:\n\nCollective ops is aborted by: Socket "
+     "closed\nAdditional GRPC error information from remote target /job:worker/replica:0/"
+     "task:1 while calling /tensorflow.WorkerService/RecvBuf:", "/job:worker/replica:0/task:1"),
+    # The coordination service saw its heartbeats stop.
+    ("UnavailableError", "Collective ops is aborted by: Error reported from /job:worker/task:1:"
+     " The following tasks are unhealthy (stopped sending heartbeats):\n/job:worker/replica:0/"
+     "task:1\nThe tasks have crashed.", "/job:worker/replica:0/task:1"),
+])
+def test_a_peer_lost_mid_run_is_one_line_with_a_status_to_retry(kind, message, peer, capsys):
+  from harness import cli  # pylint: disable=g-import-not-at-top
+  error = type(kind, (Exception,), {})(message)
+
+  def main(values):  # pylint: disable=unused-argument
+    raise error
+  assert cli.call(lambda fv: None, main, []) == 143  # TFJob's ExitCode policy retries it
+  assert capsys.readouterr().err.strip() == (
+      f"error: a peer of this job stopped ({peer}); this task cannot go on alone: start the "
+      "job again, and every task resumes from the newest checkpoint of --train_dir")
+  assert cli.peer_lost(type(kind, (Exception,), {})("Socket closed")) is None

@@ -8,6 +8,7 @@ tests/test_equivalence.py::test_the_report_of_the_command_passes_and_flags_a_dif
 
 import glob
 import json
+import os
 import re
 import signal
 import subprocess
@@ -29,6 +30,25 @@ def _no_task_left(train_dir):
   return not out.strip()
 
 
+def _worker_pids(train_dir):
+  """The pids of this job's MWMS workers (their command names train_dir)."""
+  pids = []
+  for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+      with open(f"/proc/{pid}/cmdline", "rb") as f:
+        cmdline = f.read().decode(errors="replace")
+    except OSError:
+      continue
+    if "strategies.train" in cmdline and f"--train_dir={train_dir}" in cmdline:
+      pids.append(int(pid))
+  return pids
+
+
+def _threads(pid):
+  with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+    return int(re.search(r"^Threads:\s+(\d+)", f.read(), re.MULTILINE)[1])
+
+
 def test_a_stopped_job_saves_and_launched_again_continues_from_there(tmp_path, monkeypatch):
   temp = tmp_path / "temp"  # the workers' temp dir, where nothing of theirs may stay
   temp.mkdir()
@@ -37,17 +57,24 @@ def test_a_stopped_job_saves_and_launched_again_continues_from_there(tmp_path, m
 
   def args(max_steps):
     return ["--workers=2", "--timeout_secs=240", "--", *FLAGS, f"--max_steps={max_steps}",
-            "--save_checkpoint_steps=5", f"--train_dir={tmp_path}"]
-  proc = helpers.start("strategies.launch", *args(2000))
+            "--save_checkpoint_steps=60", f"--train_dir={tmp_path}"]
+  proc = helpers.start("strategies.launch", *args(5000))
+  threads = []  # each worker's thread count at ckpt-60 and at ckpt-180
   try:
     deadline = time.time() + 180
-    while not glob.glob(f"{tmp_path}/ckpt-5.index") and time.time() < deadline:
-      assert proc.poll() is None, proc.stdout.read()[-3000:]
-      time.sleep(0.1)
+    for step in (60, 180):
+      while not glob.glob(f"{tmp_path}/ckpt-{step}.index") and time.time() < deadline:
+        assert proc.poll() is None, proc.stdout.read()[-3000:]
+        time.sleep(0.1)
+      threads.append([_threads(pid) for pid in _worker_pids(tmp_path)])
     proc.send_signal(signal.SIGTERM)  # what a cluster manager sends before it kills
     out, _ = proc.communicate(timeout=60)
   finally:
     proc.kill()
+  # A thread per collective lived for --peer_timeout_secs when every collective had a
+  # timeout: ~6 more per step (482 at step 50, 2,294 at step 350). Now none per step.
+  assert len(threads[0]) == len(threads[1]) == 2, threads
+  assert all(later - earlier < 40 for earlier, later in zip(*threads)), threads
   assert proc.returncode != 0
   assert _no_task_left(tmp_path)
   # Both workers learn of the request in the same all-reduce, so they stop after the same
@@ -89,3 +116,33 @@ def test_a_worker_that_never_comes_up_is_a_bounded_error(tmp_path):
       "error: not every worker of TF_CONFIG came up within 2 s; check that each one was "
       "started and that its port is reachable")
   assert not tf.io.gfile.glob(f"{tmp_path}/ckpt-*")
+
+
+def test_a_worker_whose_peer_dies_mid_run_ends_in_one_line_to_retry(tmp_path, monkeypatch):
+  """Pods of a TFJob are not stopped together: worker 0 must notice that worker 1 is gone
+  (no timeout on the collectives any more, see strategies/devices.py) and end, not hang."""
+  from harness import cluster  # pylint: disable=g-import-not-at-top
+  from harness import launcher  # pylint: disable=g-import-not-at-top
+  workers = [f"127.0.0.1:{p}" for p in launcher.free_ports(2)]
+  procs = []
+  for index in range(2):
+    monkeypatch.setenv("TF_CONFIG", cluster.to_json({"worker": workers}, "worker", index))
+    procs.append(helpers.start("strategies.train", "--strategy=multi_worker_mirrored", *FLAGS,
+                               "--max_steps=100000", "--save_checkpoint_steps=20",
+                               f"--train_dir={tmp_path}"))
+  try:
+    deadline = time.time() + 120
+    while not glob.glob(f"{tmp_path}/ckpt-20.index") and time.time() < deadline:
+      time.sleep(0.1)
+    procs[1].kill()
+    began = time.time()
+    out, _ = procs[0].communicate(timeout=120)
+    waited = time.time() - began
+  finally:
+    for proc in procs:
+      proc.kill()
+      proc.wait()
+  assert procs[0].returncode == 143, out[-3000:]
+  assert out.strip().splitlines()[-1].startswith(
+      "error: a peer of this job stopped (/job:worker/replica:0/task:1)"), out[-3000:]
+  assert "Traceback" not in out and waited < 60, waited
