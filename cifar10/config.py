@@ -23,6 +23,9 @@ EMA_READS = ("updated", "previous")
 # The compute dtypes of the forward and backward pass (cifar10.precision); fp16 scales the loss.
 PRECISIONS = ("fp32", "bf16", "fp16")
 DEFAULT_LOSS_SCALE = 2.0 ** 15
+# A fixed loss scale is a float32 power of two: a normal one, with room for the replica count
+# (a replica's loss is scaled N times as much) and the loss itself.
+MIN_LOSS_SCALE, MAX_LOSS_SCALE = 2.0 ** -126, 2.0 ** 100
 DYNAMIC_LOSS_SCALE = "dynamic"
 
 
@@ -146,11 +149,20 @@ class TrainConfig:
           raise UsageError(f"--loss_scale must be 'dynamic' or a power of two (e.g. 32768), "
                            f"got {self.loss_scale}: only then is unscaling exact and the two "
                            "trainers equal")
+        if not MIN_LOSS_SCALE <= value <= MAX_LOSS_SCALE:
+          # Both trainers hold it as a float32 (times the replica count): 2**200 became Inf
+          # and 2**-200 zero, and the run failed at step 0 with the wrong advice.
+          raise UsageError(f"--loss_scale={self.loss_scale} is not a float32 scale: give a "
+                           "power of two from 2**-126 to 2**100 (32768 is the default)")
         object.__setattr__(self, "loss_scale", value)
     if self.profile_steps is not None and not (
         len(self.profile_steps) == 2 and 0 <= self.profile_steps[0] <= self.profile_steps[1]):
       raise UsageError(f"--profile_steps must be A,B with 0 <= A <= B, got "
                        f"{self.profile_steps}")
+    if self.profile_steps is not None and self.profile_steps[0] >= self.max_steps:
+      raise UsageError(f"--profile_steps={self.profile_steps[0]},{self.profile_steps[1]} "
+                       f"starts after the last step (0-based {self.max_steps - 1} of "
+                       f"--max_steps={self.max_steps}): nothing would be profiled")
     if not 3 <= self.preemption_exit_code <= 255:
       raise UsageError("--preemption_exit_code must be in 3..255 (0 is success, 1 a crash, 2 "
                        f"a usage error), got {self.preemption_exit_code}")

@@ -156,23 +156,43 @@ def in_slurm_step(environ=None):
                                         or "SLURM_JOB_NODELIST" in environ)
 
 
+# More nodes than any Slurm cluster has: a list longer than this is a typo, not a job (and
+# "n[0-99999999]" would fill the memory before anything else happened).
+MAX_SLURM_NODES = 100000
+
+
 def expand_hostlist(text):
   """Slurm's compressed host list, "gpu[01-03,7],login1" -> [gpu01, gpu02, gpu03, gpu7,
   login1] (zero padding kept, ranges in order)."""
   hosts = []
+  bad = UsageError(f"SLURM node list {text!r} is not in Slurm's host list form")
+  if text.count("[") != text.count("]"):
+    raise bad  # an unclosed bracket would otherwise be a host named "node[1-"
   for part in re.findall(r"[^,\[]+(?:\[[^\]]*\])?[^,]*", text):
     match = re.fullmatch(r"([^\[]*)\[([^\]]*)\](.*)", part)
     if not match:
+      if "[" in part or "]" in part:
+        raise bad
       hosts.append(part)
       continue
     prefix, ranges, suffix = match.groups()
     for item in ranges.split(","):
       first, _, last = item.partition("-")
       if not first.isdigit() or (last and not last.isdigit()):
-        raise UsageError(f"SLURM node list {text!r} is not in Slurm's host list form")
+        raise bad
+      if len(hosts) + int(last or first) - int(first) >= MAX_SLURM_NODES:
+        raise UsageError(f"SLURM node list {text!r} names more than {MAX_SLURM_NODES} nodes")
       for number in range(int(first), int(last or first) + 1):
         hosts.append(f"{prefix}{number:0{len(first)}d}{suffix}")
   return hosts
+
+
+def _count(value, name):
+  """A Slurm variable that must be a number >= 0; UsageError naming it otherwise."""
+  if value is None or not str(value).strip().isdigit():
+    raise UsageError(f"{name}={value!r} is not a number: this does not look like a task "
+                     "started by srun (use --cluster_resolver=tf_config or unset SLURM_*)")
+  return int(value)
 
 
 def expand_tasks_per_node(text):
@@ -200,7 +220,7 @@ def from_slurm(layout, port_base=SLURM_PORT_BASE, environ=None):
     raise UsageError(f"SLURM lists {len(nodes)} node(s) but tasks for {len(per_node)}")
   addresses = [f"{host}:{port_base + k}" for host, count in zip(nodes, per_node)
                for k in range(count)]
-  rank = int(get("SLURM_PROCID"))
+  rank = _count(get("SLURM_PROCID"), "SLURM_PROCID")
   fixed = sum(count for _, count in layout if count is not None)
   needed = fixed + sum(1 for _, count in layout if count is None)
   if len(addresses) < needed or not 0 <= rank < len(addresses):
@@ -234,7 +254,8 @@ def resolve(resolver, layout, port_base=SLURM_PORT_BASE, environ=None):
                      f"{resolver!r}")
   use_slurm = resolver == "slurm" or (
       resolver == "auto" and not environ.get("TF_CONFIG") and in_slurm_step(environ)
-      and int(environ.get("SLURM_STEP_NUM_TASKS", environ.get("SLURM_NTASKS", "1"))) > 1)
+      and _count(environ.get("SLURM_STEP_NUM_TASKS", environ.get("SLURM_NTASKS", "1")),
+                 "SLURM_STEP_NUM_TASKS or SLURM_NTASKS") > 1)
   if not use_slurm:
     return parse(environ.get("TF_CONFIG"))
   if not in_slurm_step(environ):

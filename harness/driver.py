@@ -142,6 +142,9 @@ class Run:
     else:
       start = backend.initialize(None)
     self.last_step = start - 1  # the last step run
+    if self.chief and config.profile_steps and config.profile_steps[1] < start:
+      logging.warning("--profile_steps=%d,%d lie before step %d, where this run resumes: "
+                      "nothing is profiled", *config.profile_steps, start)
     if start < config.max_steps:
       backend.start(start)
       self.logger = progress.StepLogger(start, config.max_steps, self.global_batch,

@@ -223,6 +223,9 @@ EVALUATOR_POLL_SECS = 2
 def evaluator_config(values, train):
   """What a managed cluster's evaluator task runs: the continuous evaluator over the chief's
   train_dir (shared storage), writing into train_dir/eval, until train's final step."""
+  if values.evaluator_num_examples < 1:
+    raise config.UsageError("--evaluator_num_examples must be a positive integer, got "
+                            f"{values.evaluator_num_examples}")
   return config.EvalConfig(
       checkpoint_dir=train.train_dir, eval_dir=os.path.join(train.train_dir, "eval"),
       num_examples=values.evaluator_num_examples, eval_interval_secs=EVALUATOR_POLL_SECS,

@@ -51,8 +51,11 @@ class StepLogger:
 
 
 def eta_text(seconds):
-  """h:mm:ss of a duration, days spelled out past 24 hours (a 1M-step run takes days)."""
-  return str(datetime.timedelta(seconds=int(round(seconds))))
+  """h:mm:ss of a duration, days spelled out past 24 hours (a 1M-step run takes days; a
+  --max_steps near 2**62 takes more days than datetime can count)."""
+  days, rest = divmod(int(round(seconds)), 86400)
+  clock = str(datetime.timedelta(seconds=rest))
+  return f"{days} day{'s' if days != 1 else ''}, {clock}" if days else clock
 
 
 def log_precision(correct, count, step, path):

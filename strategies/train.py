@@ -8,6 +8,8 @@ are built here and handed to the loop (strategies.loop, or strategies.cluster_lo
 chief of a parameter-server job). Restarting with the same --train_dir resumes.
 """
 
+import os
+
 from absl import flags
 
 from cifar10.errors import UsageError
@@ -71,6 +73,9 @@ def main(values):
     if cluster.is_set():
       logging.info("TF_CONFIG is set but ignored: --strategy=%s runs on this machine only",
                    values.strategy)
+      # Out of this process's environment too: MirroredStrategy reads it when it is made (a
+      # value that is not JSON failed there with a JSONDecodeError traceback).
+      os.environ.pop("TF_CONFIG")
   elif values.strategy in ("multi_worker_mirrored", "parameter_server"):
     task = options.cluster_task(values, LAYOUT[values.strategy])
     if task.is_evaluator:

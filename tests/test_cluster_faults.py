@@ -14,12 +14,18 @@ from tests import helpers
 FLAGS = ("--dataset=synthetic", "--batch_size=4", "--max_steps=2", "--save_checkpoint_steps=1")
 
 
-@pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
-def test_a_stray_tf_config_does_not_send_a_single_machine_run_elsewhere(trainer, tmp_path,
-                                                                      monkeypatch):
-  # Left in the shell by an earlier job: a non-chief worker of a cluster without ps tasks.
-  monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, '
-                     '"task": {"type": "worker", "index": 1}}')
+@pytest.mark.parametrize("trainer,tf_config", [
+    # Left in the shell by an earlier job: a non-chief worker of a cluster without ps tasks.
+    ("strategies.train", '{"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, '
+                         '"task": {"type": "worker", "index": 1}}'),
+    ("compat_v1.train", '{"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, '
+                        '"task": {"type": "worker", "index": 1}}'),
+    # Not even JSON: MirroredStrategy read it and failed with a JSONDecodeError traceback.
+    ("strategies.train", "not json {"),
+])
+def test_a_stray_tf_config_does_not_send_a_single_machine_run_elsewhere(trainer, tf_config,
+                                                                      tmp_path, monkeypatch):
+  monkeypatch.setenv("TF_CONFIG", tf_config)
   result = helpers.call(trainer, *FLAGS, f"--train_dir={tmp_path}")
   assert result.returncode == 0, result.stderr[-2000:]
   assert "TF_CONFIG is set but ignored" in result.stderr
@@ -172,3 +178,32 @@ def test_a_peer_lost_mid_run_is_one_line_with_a_status_to_retry(kind, message, p
       f"error: a peer of this job stopped ({peer}); this task cannot go on alone: start the "
       "job again, and every task resumes from the newest checkpoint of --train_dir")
   assert cli.peer_lost(type(kind, (Exception,), {})("Socket closed")) is None
+
+
+@pytest.mark.parametrize("environ,expected", [
+    ({"SLURM_PROCID": "abc"}, "SLURM_PROCID='abc' is not a number"),
+    ({"SLURM_PROCID": ""}, "SLURM_PROCID='' is not a number"),
+    # (auto: the task count decides whether a step of one task trains alone)
+    ({"SLURM_PROCID": "0", "SLURM_NTASKS": "abc", "resolver": "auto"},
+     "SLURM_STEP_NUM_TASKS or SLURM_NTASKS='abc'"),
+    # Unclosed: before, compat_v1's ps served at node[1-:8888 until it was killed.
+    ({"SLURM_PROCID": "0", "SLURM_STEP_NODELIST": "node[1-", "SLURM_NTASKS": "2"},
+     "SLURM node list 'node[1-' is not in Slurm's host list form"),
+    # Before: a list of 10**8 host names, until the memory ran out.
+    ({"SLURM_PROCID": "0", "SLURM_STEP_NODELIST": "n[0-99999999]", "SLURM_NTASKS": "2"},
+     "names more than 100000 nodes"),
+])
+@pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
+def test_a_slurm_step_that_is_not_one_is_one_line(trainer, environ, expected, tmp_path,
+                                                  monkeypatch):
+  for name in [n for n in os.environ if n.startswith("SLURM") or n == "TF_CONFIG"]:
+    monkeypatch.delenv(name)
+  environ = {"SLURM_JOB_NODELIST": "localhost", "resolver": "slurm", **environ}
+  for name, value in environ.items():
+    if name != "resolver":
+      monkeypatch.setenv(name, value)
+  strategy = ["--strategy=multi_worker_mirrored"] if trainer == "strategies.train" else []
+  helpers.check_one_line(helpers.call(trainer, *FLAGS, *strategy,
+                                      f"--cluster_resolver={environ['resolver']}",
+                                      f"--train_dir={tmp_path}"), expected)
+  assert not os.listdir(tmp_path)

@@ -125,3 +125,13 @@ def test_an_evaluator_task_scores_the_final_checkpoint_and_ends(trainer, strateg
   assert scored == ["2"], result.stderr[-2000:]
   assert "Scored the final step 2 of --max_steps=2; the evaluator is done" in result.stderr
   assert tf.io.gfile.glob(str(train_dir / "eval" / "events.out.tfevents.*"))
+
+
+def test_the_evaluator_tasks_bad_example_count_names_its_own_flag(tmp_path, monkeypatch):
+  monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"worker": ["127.0.0.1:1"]},
+                                              "task": {"type": "evaluator", "index": 0}}))
+  # Before: "--num_examples must be a positive integer", a flag this binary does not have.
+  helpers.check_one_line(helpers.call("strategies.train", "--strategy=multi_worker_mirrored",
+                                      "--dataset=synthetic", "--evaluator_num_examples=0",
+                                      f"--train_dir={tmp_path}"),
+                         "--evaluator_num_examples must be a positive integer, got 0")

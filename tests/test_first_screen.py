@@ -49,6 +49,10 @@ def test_progress_lines_add_the_step_rate_and_the_time_left(monkeypatch, caplog)
 
 def test_an_eta_of_days_stays_readable():
   assert progress.eta_text(3 * 86400 + 3723.4) == "3 days, 1:02:03"
+  assert progress.eta_text(86400 + 5) == "1 day, 0:00:05" and progress.eta_text(59) == "0:00:59"
+  # --max_steps=2**62 at 20 steps/sec: more days than datetime.timedelta holds (it raised
+  # OverflowError on the progress line, a traceback after step 0).
+  assert progress.eta_text(2 ** 62 / 20).startswith("2668799779182 days, ")
 
 
 def test_native_noise_is_held_back_and_every_other_line_shown(capfd):

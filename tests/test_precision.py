@@ -48,6 +48,11 @@ def test_both_trainers_write_the_same_bits_in_each_precision(precision, n, overr
     (dict(precision="fp16", loss_scale=0.0), "--loss_scale must be 'dynamic' or a power"),
     (dict(precision="fp16", loss_scale=float("inf")), "--loss_scale must be 'dynamic' or a"),
     (dict(precision="fp16", loss_scale="adaptive"), "--loss_scale must be 'dynamic' or a"),
+    # Powers of two float32 cannot hold: before, accepted, and a failure at step 0 that
+    # advised lowering the learning rate.
+    (dict(precision="fp16", loss_scale=2.0 ** 200), "is not a float32 scale: give a power of "
+                                                    "two from 2\\*\\*-126 to 2\\*\\*100"),
+    (dict(precision="fp16", loss_scale=2.0 ** -200), "is not a float32 scale"),
 ])
 def test_precision_settings_are_checked(kwargs, message):
   with pytest.raises(UsageError, match=message):

@@ -55,6 +55,11 @@ def test_a_malformed_window_is_one_line(value, message):
     profiling.parse(value)
 
 
-def test_a_window_backwards_is_refused():
+def test_a_window_backwards_or_past_the_end_is_refused():
   with pytest.raises(UsageError, match="--profile_steps must be A,B with 0 <= A <= B"):
     config.TrainConfig(train_dir="x", profile_steps=(3, 2))
+  # Before: accepted, and nothing profiled, silently.
+  with pytest.raises(UsageError, match=r"--profile_steps=10,12 starts after the last step "
+                                       r"\(0-based 9 of --max_steps=10\)"):
+    config.TrainConfig(train_dir="x", max_steps=10, profile_steps=(10, 12))
+  assert config.TrainConfig(train_dir="x", max_steps=10, profile_steps=(9, 12)).profile_steps
