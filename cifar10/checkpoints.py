@@ -88,6 +88,18 @@ def steps(train_dir):
   return sorted(found, reverse=True)
 
 
+def unreadable(prefix):
+  """Why checkpoint `prefix` does not read back whole (a tensor whose checksum fails: flipped
+  bits, a data file cut or overwritten), or None if every tensor reads back."""
+  try:
+    reader = tf.compat.v1.train.NewCheckpointReader(prefix)
+    for key in reader.get_variable_to_shape_map():
+      reader.get_tensor(key)
+  except Exception as e:  # pylint: disable=broad-except  # DataLossError and its kin
+    return str(e).splitlines()[0][:200]
+  return None
+
+
 def _reader(path):
   try:
     # Not tf.train.load_checkpoint: it takes a prefix for a folder on ram:// (see resolve).

@@ -110,6 +110,7 @@ def recover(train_dir, repair=True):
   if repair:
     _remove_debris(train_dir)
   complete = [p for _, p in checkpoints.steps(train_dir) if checkpoints.is_complete(p)]
+  complete = _readable_from_newest(complete, repair)
   newest, listed = _indexed(train_dir)
   if not complete:
     return None, []
@@ -124,6 +125,23 @@ def recover(train_dir, repair=True):
     keep = [p for p in keep if p != complete[0]] + [complete[0]]
     write_index(train_dir, keep)
   return complete[0], keep
+
+
+def _readable_from_newest(complete, repair):
+  """`complete` (newest first) from the newest checkpoint that reads back whole on. A newer one
+  that does not (flipped bits, same size) is set aside as `<file>.damaged` (repair) or skipped,
+  with a line naming it: the run goes on from the one before, never from damaged values."""
+  for index, prefix in enumerate(complete):
+    why = checkpoints.unreadable(prefix)
+    if why is None:
+      return complete[index:]
+    logging.warning("Checkpoint %s does not read back whole (%s); %s", prefix, why,
+                    "set aside as .damaged, resuming from the one before it" if repair else
+                    "using the one before it")
+    if repair:
+      for path in tf.io.gfile.glob(prefix + ".*"):
+        tf.io.gfile.rename(path, path + ".damaged", overwrite=True)
+  return []
 
 
 def _raw_paths(train_dir):

@@ -5,6 +5,7 @@ The faults of a careless or hostile user, each against both trainers (and the Ke
 where it applies), in-process through helpers.call unless a process is what is tested.
 """
 
+import dataclasses
 import json
 import os
 import re
@@ -186,3 +187,32 @@ def _evaluate_while_the_trainer_deletes(scorer, train, run_once):
       polling.evaluate_each(evaluate, scorer.config)
     assert done.value.args[0][1] == 3
     assert [s.split("ckpt-")[1] for s in seen] == ["2", "3"]
+
+
+@pytest.mark.parametrize("trainer,prefix", [("tf2", "ckpt"), ("v1", "model.ckpt")])
+def test_a_newest_checkpoint_with_flipped_bits_is_set_aside_and_the_one_before_resumes(
+    trainer, prefix, tmp_path, caplog):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top
+  from cifar10 import config  # pylint: disable=g-import-not-at-top
+  caplog.set_level("INFO")
+  train = helpers.train_tf2 if trainer == "tf2" else helpers.train_v1
+  runs = {name: config.TrainConfig(train_dir=str(tmp_path / name), dataset="synthetic",
+                                   batch_size=4, max_steps=4, save_checkpoint_steps=2)
+          for name in ("damaged", "whole")}
+  for run in runs.values():
+    train(run)
+  data = tmp_path / "damaged" / f"{prefix}-4.data-00000-of-00001"
+  raw = bytearray(data.read_bytes())
+  raw[len(raw) // 2] ^= 0xFF  # one flipped byte: the same size, the index still whole
+  data.write_bytes(bytes(raw))
+  # Before: the restart stopped with "cannot restore" and two TensorFlow warnings.
+  assert train(dataclasses.replace(runs["damaged"], max_steps=6)) == 6
+  assert f"{prefix}-4 does not read back whole" in caplog.text
+  assert f"Resumed from {tmp_path}/damaged/{prefix}-2 at step 2" in caplog.text
+  assert (tmp_path / "damaged" / f"{prefix}-4.data-00000-of-00001.damaged").exists()
+  train(dataclasses.replace(runs["whole"], max_steps=6))
+  resumed, whole = (checkpoints.read(str(tmp_path / n)) for n in ("damaged", "whole"))
+  assert resumed.global_step == whole.global_step == 6
+  for name, value in whole.weights.items():
+    np.testing.assert_array_equal(resumed.weights[name], value, err_msg=name)
