@@ -60,7 +60,7 @@ def resolve(path):
   if path and tf.io.gfile.exists(path + ".index"):
     return path
   if path and tf.io.gfile.isdir(path):
-    latest = tf.train.latest_checkpoint(path)
+    latest = newest(path)
     if latest is None:
       raise UsageError(f"no checkpoint found in {path}")
     return latest
@@ -68,6 +68,21 @@ def resolve(path):
     raise UsageError(f"no checkpoint at {path!r} (expected a folder or a prefix with a "
                      ".index file)")
   return path
+
+
+def newest(folder):
+  """The newest checkpoint of `folder` for a reader (an evaluator): the one its `checkpoint`
+  index names, or, where the index is missing, empty, damaged or names files that are gone
+  (a trainer recovers from such a folder), the newest complete one on disk; None if none.
+  Reads only: the trainer repairs the index (harness.run_folder.recover)."""
+  try:
+    latest = tf.train.latest_checkpoint(folder)
+  except Exception:  # pylint: disable=broad-except  # "Invalid checkpoint state" and its kin
+    latest = None
+  if latest is not None:
+    return latest
+  complete = [prefix for _, prefix in steps(folder) if is_complete(prefix)]
+  return complete[0] if complete else None
 
 
 def is_complete(prefix):

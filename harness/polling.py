@@ -9,6 +9,8 @@ reading one: a checkpoint that is gone by the time it fails to read is skipped w
 line (the next one is evaluated), not an error.
 """
 
+import time
+
 from absl import logging
 import tensorflow as tf
 
@@ -22,6 +24,20 @@ def _deleted(path, error):
   logging.warning("Skipped %s: the trainer deleted it while it was read (%s); it keeps "
                   "--max_checkpoints_to_keep checkpoints", path, str(error).splitlines()[0])
   return True
+
+
+def _new_checkpoints(folder, interval_secs):
+  """Each new newest checkpoint of `folder` as it appears, looking every interval_secs: what
+  tf.train.checkpoints_iterator does, over checkpoints.newest, so that an empty or damaged
+  index (which the trainer repairs at its next start) is not an error here."""
+  last = None
+  while True:
+    path = checkpoints.newest(folder)
+    if path is not None and path != last:
+      last = path
+      yield path
+    else:
+      time.sleep(interval_secs)
 
 
 def evaluate_each(evaluate, config):
@@ -39,8 +55,7 @@ def evaluate_each(evaluate, config):
           raise
         tried = path
   result = None
-  for path in tf.train.checkpoints_iterator(config.checkpoint_dir,
-                                            min_interval_secs=config.eval_interval_secs):
+  for path in _new_checkpoints(config.checkpoint_dir, config.eval_interval_secs):
     try:
       result = evaluate(path)
     except Exception as e:  # pylint: disable=broad-except

@@ -216,3 +216,24 @@ def test_a_newest_checkpoint_with_flipped_bits_is_set_aside_and_the_one_before_r
   assert resumed.global_step == whole.global_step == 6
   for name, value in whole.weights.items():
     np.testing.assert_array_equal(resumed.weights[name], value, err_msg=name)
+
+
+@pytest.mark.parametrize("evaluator", ["strategies.eval", "compat_v1.eval"])
+def test_evaluators_read_a_folder_whose_index_is_empty_or_damaged(evaluator, tmp_path):
+  from cifar10 import config  # pylint: disable=g-import-not-at-top
+  helpers.train_tf2(config.TrainConfig(train_dir=str(tmp_path / "run"), dataset="synthetic",
+                                       batch_size=4, max_steps=2, save_checkpoint_steps=1))
+  common = ("--dataset=synthetic", "--num_examples=8", "--batch_size=8",
+            f"--checkpoint_dir={tmp_path / 'run'}", f"--eval_dir={tmp_path / 'eval'}")
+  for index in ("", "garbage {"):  # before: ValueError: Invalid checkpoint state
+    (tmp_path / "run" / "checkpoint").write_text(index)
+    once = helpers.call(evaluator, *common, "--run_once")
+    assert once.returncode == 0, once.stderr[-2000:]
+    assert f"(8 examples, step 2, {tmp_path}/run/ckpt-2)" in once.stderr
+  # Continuous, as a managed cluster's evaluator task runs: it ends at the final step.
+  from harness import polling  # pylint: disable=g-import-not-at-top
+  run = config.EvalConfig(checkpoint_dir=str(tmp_path / "run"), eval_dir=str(tmp_path / "e"),
+                          eval_interval_secs=1, last_step=2)
+  seen = []
+  assert polling.evaluate_each(lambda path: seen.append(path) or (0.5, 2), run) == (0.5, 2)
+  assert seen == [f"{tmp_path}/run/ckpt-2"]
