@@ -13,15 +13,12 @@ stream of examples from any of them, on either trainer, from any step.
 """
 
 import os
-import re
-import shutil
 import socket
-import tarfile
-import tempfile
 
 import numpy as np
 import tensorflow as tf
 
+from cifar10 import bin_tarball
 from cifar10.config import DATASETS
 from cifar10.errors import UsageError
 from cifar10.hparams import DEFAULT
@@ -33,8 +30,7 @@ IMAGE_BYTES = HEIGHT * WIDTH * DEPTH
 RECORD_BYTES = LABEL_BYTES + IMAGE_BYTES
 SPLITS = ("train", "test")
 BIN_FILES = {"train": [f"data_batch_{i}.bin" for i in range(1, 6)], "test": ["test_batch.bin"]}
-BIN_FOLDER = "cifar-10-batches-bin"
-BIN_TARBALL = "cifar-10-binary.tar.gz"  # what the original downloaded and extracted
+from cifar10.bin_tarball import BIN_FOLDER, BIN_TARBALL  # pylint: disable=g-multiple-import,g-bad-import-order
 # tfds fetches the binary tarball from here; probed first so that an offline machine gets an
 # answer in seconds instead of minutes of retries.
 DOWNLOAD_PROBE = ("www.cs.toronto.edu", 443)
@@ -106,7 +102,7 @@ def bin_files(data_dir, split):
   nested = os.path.join(data_dir, BIN_FOLDER)
   if not tf.io.gfile.isdir(nested) and _is_file(os.path.join(data_dir, BIN_TARBALL)) and \
       not all(_is_file(os.path.join(data_dir, n)) for n in BIN_FILES[split]):
-    unpack_tarball(data_dir)
+    bin_tarball.unpack(data_dir)
   root = nested if tf.io.gfile.isdir(nested) else data_dir
   files = [os.path.join(root, name) for name in BIN_FILES[split]]
   missing = [f for f in files if not _is_file(f)]
@@ -120,49 +116,6 @@ def bin_files(data_dir, split):
       raise UsageError(f"{f} is {size} bytes, not a positive multiple of the {RECORD_BYTES}-byte "
                        "CIFAR-10 record: the file is truncated or not CIFAR-10 binary data")
   return files
-
-
-def unpack_tarball(data_dir):
-  """Unpacks data_dir/cifar-10-binary.tar.gz into data_dir/cifar-10-batches-bin: only its
-  regular files under that folder (a member elsewhere, a link or a device is refused, not
-  skipped), into a temporary folder renamed into place, so another process starting on the
-  same data_dir sees the whole folder or none of it."""
-  path = os.path.join(data_dir, BIN_TARBALL)
-  target = os.path.join(data_dir, BIN_FOLDER)
-  if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", data_dir) and not data_dir.startswith("file://"):
-    raise UsageError(f"{path} is not unpacked, and --data_dir is not a local folder: unpack "
-                     f"it there ({BIN_FOLDER}/*.bin) or into a local --data_dir")
-  try:
-    scratch = tempfile.mkdtemp(prefix=".unpacking-", dir=data_dir)
-  except OSError as e:
-    raise UsageError(f"cannot unpack {path} into {data_dir}: {e.strerror or e}") from None
-  try:
-    with tarfile.open(path, "r:gz") as tar:
-      for member in tar:
-        parts = member.name.split("/")
-        if (parts[0] != BIN_FOLDER or ".." in parts or member.name.startswith("/")
-            or not (member.isfile() or member.isdir())):
-          raise UsageError(f"{path} holds {member.name!r}, which is not a file of "
-                           f"{BIN_FOLDER}/: not the CIFAR-10 binary tarball; nothing was "
-                           "unpacked")
-        if member.isfile():
-          os.makedirs(os.path.join(scratch, *parts[:-1]), exist_ok=True)
-          with tar.extractfile(member) as src, \
-              open(os.path.join(scratch, *parts), "wb") as dst:
-            shutil.copyfileobj(src, dst)
-    try:
-      os.rename(os.path.join(scratch, BIN_FOLDER), target)
-    except FileNotFoundError:
-      raise UsageError(f"{path} has no {BIN_FOLDER}/ folder: not the CIFAR-10 binary "
-                       "tarball") from None
-    except OSError:
-      if not os.path.isdir(target):  # else another process unpacked it first
-        raise
-  except (tarfile.TarError, EOFError, OSError) as e:
-    raise UsageError(f"cannot unpack {path}: {e}; download cifar-10-binary.tar.gz again or "
-                     f"extract it into {data_dir} yourself") from None
-  finally:
-    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def load_bin(data_dir, split):

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from cifar10 import bin_tarball
 from cifar10 import data_sources as sources
 from cifar10 import input_pipeline as ip
 from cifar10.errors import UsageError
@@ -85,6 +86,14 @@ def test_missing_directory_and_file_are_usage_errors(bin_dir, tmp_path):
     sources.load_source("mnist", "train", seed=0)
 
 
+def _trust(monkeypatch, path):
+  """Makes the tarball at `path` the one whose digest unpacking expects (the real file's is
+  bin_tarball.BIN_TARBALL_SHA256): the tests' archives are small ones made here."""
+  import hashlib  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(bin_tarball, "BIN_TARBALL_SHA256",
+                      hashlib.sha256(path.read_bytes()).hexdigest())
+
+
 def _tarball(path, members):
   """A .tar.gz of {name: bytes} (None: a symbolic link to /etc/passwd)."""
   import io  # pylint: disable=g-import-not-at-top
@@ -100,7 +109,7 @@ def _tarball(path, members):
         tar.addfile(info, io.BytesIO(data))
 
 
-def test_the_classic_tarball_in_data_dir_is_unpacked_and_read(bin_dir, tmp_path):
+def test_the_classic_tarball_in_data_dir_is_unpacked_and_read(bin_dir, tmp_path, monkeypatch):
   # What the original downloaded: cifar-10-binary.tar.gz, holding cifar-10-batches-bin/.
   folder = os.path.join(bin_dir, "cifar-10-batches-bin")
   data = tmp_path / "only_the_tarball"
@@ -108,6 +117,9 @@ def test_the_classic_tarball_in_data_dir_is_unpacked_and_read(bin_dir, tmp_path)
   _tarball(data / "cifar-10-binary.tar.gz",
            {f"cifar-10-batches-bin/{name}": open(os.path.join(folder, name), "rb").read()
             for name in sorted(os.listdir(folder))})
+  _trust(monkeypatch, data / "cifar-10-binary.tar.gz")
+  # What a SIGKILL mid-unpack left (by a process that is gone): removed, not left for ever.
+  (data / ".unpacking-999999999-x7" / "cifar-10-batches-bin").mkdir(parents=True)
   images, labels = sources.load_bin(str(data), "test")
   np.testing.assert_array_equal(images, _images(3))
   np.testing.assert_array_equal(labels, [3, 9, 0])
@@ -116,15 +128,40 @@ def test_the_classic_tarball_in_data_dir_is_unpacked_and_read(bin_dir, tmp_path)
                                 sources.load_bin(bin_dir, "train")[0])
 
 
+@pytest.mark.parametrize("damage", ["a byte", "cut"])
+def test_a_damaged_tarball_is_one_line_and_unpacks_nothing(bin_dir, tmp_path, monkeypatch,
+                                                           damage):
+  folder = os.path.join(bin_dir, "cifar-10-batches-bin")
+  data = tmp_path / "data"
+  data.mkdir()
+  tarball = data / "cifar-10-binary.tar.gz"
+  _tarball(tarball, {f"cifar-10-batches-bin/{name}": open(os.path.join(folder, name), "rb").read()
+                     for name in sorted(os.listdir(folder))})
+  _trust(monkeypatch, tarball)  # the whole file is the one expected
+  raw = bytearray(tarball.read_bytes())
+  if damage == "a byte":  # one byte changed in transit (before: trained to the end, exit 0)
+    raw[len(raw) // 2] ^= 0x01
+  else:  # a cut download (before: a partial folder that blocked every later attempt)
+    raw = raw[:len(raw) // 2]
+  tarball.write_bytes(bytes(raw))
+  with pytest.raises(UsageError, match=re.escape(f"{tarball} is damaged or not the CIFAR-10 "
+                                                 "binary tarball (its SHA-256 is ")
+                     + r".*nothing was unpacked: download it again"):
+    sources.load_bin(str(data), "train")
+  assert os.listdir(data) == ["cifar-10-binary.tar.gz"]
+
+
 @pytest.mark.parametrize("member", ["../escaped.bin", "cifar-10-batches-bin/../../x.bin",
                                     "/abs.bin", "elsewhere/data_batch_1.bin", "link"])
-def test_a_tarball_that_is_not_cifar10_is_one_line_and_unpacks_nothing(tmp_path, member):
+def test_a_tarball_that_is_not_cifar10_is_one_line_and_unpacks_nothing(tmp_path, member,
+                                                                       monkeypatch):
   data = tmp_path / "data"
   data.mkdir()
   members = {"cifar-10-batches-bin/test_batch.bin": b"\0" * 3073}
   members[member if member != "link" else "cifar-10-batches-bin/data_batch_1.bin"] = (
       None if member == "link" else b"\0" * 3073)
   _tarball(data / "cifar-10-binary.tar.gz", members)
+  _trust(monkeypatch, data / "cifar-10-binary.tar.gz")
   shown = "cifar-10-batches-bin/data_batch_1.bin" if member == "link" else member
   with pytest.raises(UsageError, match=re.escape(
       f"{data}/cifar-10-binary.tar.gz holds {shown!r}, which is not a file of "
@@ -133,6 +170,7 @@ def test_a_tarball_that_is_not_cifar10_is_one_line_and_unpacks_nothing(tmp_path,
   assert os.listdir(data) == ["cifar-10-binary.tar.gz"]
   assert not (tmp_path / "escaped.bin").exists() and not os.path.exists("/abs.bin")
   (data / "cifar-10-binary.tar.gz").write_bytes(b"not gzip")
+  _trust(monkeypatch, data / "cifar-10-binary.tar.gz")
   with pytest.raises(UsageError, match="cannot unpack .*cifar-10-binary.tar.gz: .*; download "
                                        "cifar-10-binary.tar.gz again"):
     sources.load_bin(str(data), "train")
