@@ -8,11 +8,13 @@ whether the OS can see a path (locks and absolute paths only make sense there).
 
 import os
 import re
+import stat
 
 from absl import logging
 import tensorflow as tf
 
 from cifar10 import checkpoints
+from cifar10.errors import UsageError
 
 # What an interrupted save leaves behind: the shards' temporary folder (`ckpt-7_temp`,
 # `model.ckpt-7_temp_<hex>`) and the files written atomically through a temporary name
@@ -41,9 +43,13 @@ def write_atomically(path, text):
 
 
 def read_text(path):
-  """The text of file `path`, or None if there is none."""
+  """The text of file `path`, or None if there is none. A local path that is not a regular
+  file (a FIFO would block the read for ever; a folder) is a UsageError."""
   if not tf.io.gfile.exists(path):
     return None
+  if is_local(path) and not stat.S_ISREG(os.stat(path).st_mode):
+    raise UsageError(f"{path} is not a regular file (a folder, a FIFO or a device): move it "
+                     "away")
   with tf.io.gfile.GFile(path, "r") as f:
     return f.read()
 

@@ -13,8 +13,9 @@ batch 128 on CIFAR-10). So the chief of every trainer calls
 ways out: the same flags, a new --train_dir (with --init_from to keep the weights), or
 --override_run_config to continue with the new settings on purpose (the change is logged
 and kept in the record's history). A train_dir without checkpoints holds no run yet, so
-its record is replaced; one with checkpoints but no record (older versions, TF1's own runs)
-gets one.
+its record is replaced; one with checkpoints but no record (older versions, TF1's own runs,
+a deleted or damaged record) takes no settings silently: --override_run_config records the
+given ones.
 """
 
 import json
@@ -62,11 +63,14 @@ def read(train_dir):
     if text is None:
       return None
     record = json.loads(text)
-    record["settings"]  # pylint: disable=pointless-statement
+    if not isinstance(record.get("settings"), dict):
+      raise ValueError("no settings")
     return record
-  except (tf.errors.OpError, ValueError, KeyError, TypeError):
+  except (tf.errors.OpError, ValueError, KeyError, TypeError, AttributeError):
+    # Not "delete it": a folder with checkpoints and no record would then take any settings.
     raise UsageError(f"{path} is damaged; it records the settings of the run in "
-                     "--train_dir: delete it to record the current ones") from None
+                     "--train_dir: restore it, or pass --override_run_config to record these "
+                     "settings as the run's") from None
 
 
 def _show(value):
@@ -77,8 +81,24 @@ def check(config, replicas):
   """The record to write for this run; UsageError if train_dir holds a run with other
   settings and config.override_run_config is off."""
   now = settings(config, replicas)
-  record = read(config.train_dir) if _has_checkpoint(config.train_dir) else None
+  if not _has_checkpoint(config.train_dir):
+    return {"settings": now, "history": []}  # no run yet: nothing to protect
+  try:
+    record = read(config.train_dir)
+  except UsageError:
+    if not config.override_run_config:
+      raise
+    record = None
   if record is None:
+    # Checkpoints and no record: a run of an older version, of the original tutorial, or one
+    # whose record was deleted. Its settings are unknown, so none are taken silently.
+    if not config.override_run_config:
+      raise UsageError(f"--train_dir={config.train_dir} holds checkpoints but no record of "
+                       f"their run's settings ({RECORD}): pass --override_run_config to "
+                       "continue it with these, or start a new run in an empty --train_dir "
+                       f"(--init_from={config.train_dir} keeps its weights)")
+    logging.warning("Recording these settings for the run in %s, as --override_run_config "
+                    "asks (it had no record)", config.train_dir)
     return {"settings": now, "history": []}
   before = record["settings"]
   changed = {name: (before.get(name), now[name]) for name in FLAGS

@@ -66,10 +66,11 @@ def test_both_evaluators_score_the_originals_moving_averages(original, precision
     assert evaluator.run(eval_config) == (expected, SAVED_AT), evaluator.__name__
 
 
-def _continue(loop_run, train_dir, init_from, *args):
+def _continue(loop_run, train_dir, init_from, *args, override_run_config=False):
   train_config = config.TrainConfig(
       train_dir=str(train_dir), max_steps=STEPS, batch_size=BATCH, seed=SEED,
-      dataset="synthetic", save_checkpoint_steps=STEPS, init_from=init_from)
+      dataset="synthetic", save_checkpoint_steps=STEPS, init_from=init_from,
+      override_run_config=override_run_config)
   assert loop_run(train_config, *args) == STEPS
   return checkpoints.read(str(train_dir))
 
@@ -104,11 +105,16 @@ def test_both_trainers_start_from_the_originals_float16_checkpoint(original, tmp
 
 def test_an_original_checkpoint_in_train_dir_points_to_init_from(original, tmp_path):
   root, _ = original
-  train_dir = tmp_path / "train"
-  shutil.copytree(root / "fp32", train_dir)
   for run, args in ((helpers.train_v1, ()), (helpers.train_tf2, ())):
+    train_dir = tmp_path / run.__name__
+    shutil.copytree(root / "fp32", train_dir)
+    # It has no record of its settings: none are taken silently, and --init_from is named.
+    with pytest.raises(UsageError, match="holds checkpoints but no record of their run's "
+                       f"settings .*--init_from={train_dir} keeps its weights"):
+      _continue(run, train_dir, None, *args)
+    # Taken on purpose, it still cannot be restored as a run of ours.
     # (The original's `checkpoint` index holds absolute paths: the copy names the original.)
     with pytest.raises(UsageError, match="cannot restore .*/model.ckpt-2: .*; if another "
                        "trainer or the original tutorial wrote it, continue it in a new "
                        "--train_dir with --init_from=.*/model.ckpt-2; otherwise move it away"):
-      _continue(run, train_dir, None, *args)
+      _continue(run, train_dir, None, *args, override_run_config=True)

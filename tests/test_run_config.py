@@ -3,6 +3,7 @@ is written, unless --override_run_config asks for it."""
 
 import dataclasses
 import json
+import re
 import os
 
 import pytest
@@ -68,20 +69,51 @@ def test_the_quickstart_folder_reused_by_a_real_run_is_one_line(tmp_path):
       "with these on purpose")
 
 
-def test_a_folder_without_a_checkpoint_holds_no_run_and_one_without_a_record_gets_one(
+def test_a_folder_without_a_checkpoint_holds_no_run_and_one_without_a_record_takes_none(
     tmp_path):
   fresh = config.TrainConfig(train_dir=str(tmp_path / "a"), dataset="synthetic", batch_size=4)
   # A run that failed before its first checkpoint left a record: nothing to protect.
   run_record.write(fresh.train_dir, run_record.check(
       dataclasses.replace(fresh, batch_size=32), 1))
   assert run_record.check(fresh, 1)["settings"]["batch_size"] == 4
-  # A checkpoint from before records existed (or from TF1 itself): its settings are unknown,
-  # so the current ones are recorded.
+  # Checkpoints from before records existed (or from TF1 itself, or whose record was
+  # deleted): their settings are unknown, so none are taken silently (before, any were).
   old = tmp_path / "b"
   old.mkdir()
   (old / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-5"\n')
-  record = run_record.check(dataclasses.replace(fresh, train_dir=str(old)), 2)
+  with pytest.raises(UsageError, match=re.escape(
+      f"--train_dir={old} holds checkpoints but no record of their run's settings "
+      "(run_config.json): pass --override_run_config to continue it with these, or start a "
+      f"new run in an empty --train_dir (--init_from={old} keeps its weights)")):
+    run_record.check(dataclasses.replace(fresh, train_dir=str(old)), 2)
+  record = run_record.check(dataclasses.replace(fresh, train_dir=str(old),
+                                                override_run_config=True), 2)
   assert record == {"settings": run_record.settings(fresh, 2), "history": []}
+
+
+@pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
+def test_deleting_a_damaged_record_does_not_open_the_folder_to_other_settings(trainer,
+                                                                            tmp_path):
+  common = ("--dataset=synthetic", "--max_steps=1", f"--train_dir={tmp_path}")
+  assert helpers.call(trainer, *common, "--batch_size=8").returncode == 0
+  (tmp_path / run_record.RECORD).write_text("[]")  # damaged: JSON, not a record
+  line = helpers.check_one_line(helpers.call(trainer, *common, "--batch_size=16",
+                                             "--max_steps=2"), "is damaged")
+  assert "restore it, or pass --override_run_config" in line and "delete" not in line
+  (tmp_path / run_record.RECORD).unlink()  # what the old advice said to do
+  helpers.check_one_line(helpers.call(trainer, *common, "--batch_size=16", "--max_steps=2"),
+                         "holds checkpoints but no record of their run's settings")
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_a_record_that_is_not_a_regular_file_is_one_line(kind, tmp_path):
+  import os  # pylint: disable=g-import-not-at-top
+  (tmp_path / "checkpoint").write_text('model_checkpoint_path: "ckpt-1"\n')
+  path = tmp_path / run_record.RECORD
+  path.mkdir() if kind == "folder" else os.mkfifo(path)  # a FIFO hung both trainers
+  with pytest.raises(UsageError, match=re.escape(
+      f"{path} is not a regular file (a folder, a FIFO or a device): move it away")):
+    run_record.check(config.TrainConfig(train_dir=str(tmp_path), dataset="synthetic"), 1)
 
 
 def test_a_damaged_record_is_one_line(tmp_path):
@@ -92,5 +124,6 @@ def test_a_damaged_record_is_one_line(tmp_path):
     run_record.check(run, 1)
   assert str(damaged.value) == (
       f"{tmp_path}/{run_record.RECORD} is damaged; it records the settings of the run in "
-      "--train_dir: delete it to record the current ones")
+      "--train_dir: restore it, or pass --override_run_config to record these settings as "
+      "the run's")
   json.loads(json.dumps(run_record.settings(run, 1)))  # what is written reads back
