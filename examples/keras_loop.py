@@ -23,8 +23,6 @@ Keras's own parts stay Keras's: compile, fit, and the TensorBoard callback for t
 save_summaries_steps steps.
 """
 
-import os
-
 from absl import logging
 import keras
 import tensorflow as tf
@@ -40,7 +38,7 @@ from strategies import loop
 
 class State:
   """The Keras model's variables in strategies.train's checkpoint layout, and their EMA:
-  the parts of a strategies.step.Trainer that strategies.loop.restore uses."""
+  the parts of a strategies.step.Trainer that strategies.loop.CheckpointedBackend uses."""
 
   def __init__(self, net, hparams):
     self.net = net
@@ -108,7 +106,7 @@ class _TensorBoard(keras.callbacks.TensorBoard):
     self._global_train_batch = self.start_step  # pylint: disable=protected-access
 
 
-class Backend:
+class Backend(loop.CheckpointedBackend):
   """The Keras model's run for harness.driver: fit owns the iteration (`drive`)."""
 
   def __init__(self, config, strategy, callbacks=()):
@@ -119,19 +117,8 @@ class Backend:
         decay_steps=config.steps_between_decays(self.n),
         compute_dtype=precision.compute_dtype(config.precision).name)
     self.state = State(self.net, config.hparams)
+    self.save_dir = config.train_dir
     self.manager = self.dataset = self.board = None
-
-  def _manage(self):
-    self.manager = tf.train.CheckpointManager(self.state.checkpoint(), self.config.train_dir,
-                                              max_to_keep=self.config.max_checkpoints_to_keep)
-
-  def resume(self, path, keep):  # pylint: disable=unused-argument  # the index keeps them
-    self._manage()
-    return loop.resume(self.state, path)  # the same restore as strategies.train
-
-  def initialize(self, values):
-    self._manage()
-    return loop.initialize(self.state, values)
 
   def start(self, step):
     config = self.config
@@ -167,16 +154,6 @@ class Backend:
 
   def write_summaries(self, step, steps):
     """Keras's TensorBoard callback writes the loss every save_summaries_steps steps."""
-
-  def all_finite(self):
-    return bool(self.state.all_finite())
-
-  def save(self, step):
-    self.manager.save(checkpoint_number=step)
-    return os.path.join(self.config.train_dir, f"ckpt-{step}")
-
-  def global_step(self):
-    return int(self.state.global_step.numpy())
 
   def close(self):
     pass

@@ -20,8 +20,6 @@ weight histograms) are written by the chief from the values its steps return and
 variables on the ps tasks.
 """
 
-import os
-
 from absl import logging
 import tensorflow as tf
 
@@ -31,7 +29,7 @@ from harness import driver
 from strategies import loop
 
 
-class Backend:
+class Backend(loop.CheckpointedBackend):
   """The chief's side of a parameter-server job for harness.driver. `run` schedules one step
   and returns at once; with `sync` (a log line, summary or save is due) it joins the workers
   first and fetches that step's loss and rate."""
@@ -39,24 +37,13 @@ class Backend:
   def __init__(self, config, strategy, dataset=None):
     self.config, self.strategy, self.dataset = config, strategy, dataset
     self.workers = strategy.extended._num_workers  # pylint: disable=protected-access
-    self.trainer = loop.build_trainer(config, strategy, summary_outputs=False)
+    self.trainer = self.state = loop.build_trainer(config, strategy, summary_outputs=False)
+    self.save_dir = config.train_dir
     for name, shards in self.trainer.partitions.items():
       logging.info("%s is partitioned into %d shards: %s", name, shards,
                    ", ".join(s.device for s in self.trainer.params[name].variables))
     self.manager = self.coordinator = self.iterator = self.writer = None
     self.no_stop = tf.constant(0.0)  # the chief alone handles SIGTERM: it stops scheduling
-
-  def _manage(self):
-    self.manager = tf.train.CheckpointManager(self.trainer.checkpoint(), self.config.train_dir,
-                                              max_to_keep=self.config.max_checkpoints_to_keep)
-
-  def resume(self, path, keep):  # pylint: disable=unused-argument  # the index keeps them
-    self._manage()
-    return loop.resume(self.trainer, path)
-
-  def initialize(self, values):
-    self._manage()
-    return loop.initialize(self.trainer, values)
 
   def start(self, step):
     config, strategy, workers = self.config, self.strategy, self.workers
@@ -104,16 +91,6 @@ class Backend:
       # workers, so unlike the synchronous strategies there are no gradient histograms.
       for name, variable in self.trainer.params.items():
         tf.summary.histogram(name + "/values", tf.convert_to_tensor(variable), step=step)
-
-  def all_finite(self):
-    return bool(self.trainer.all_finite())
-
-  def save(self, step):
-    self.manager.save(checkpoint_number=step)
-    return os.path.join(self.config.train_dir, f"ckpt-{step}")
-
-  def global_step(self):
-    return int(self.trainer.global_step.numpy())
 
   def close(self):
     if self.writer is not None:

@@ -43,28 +43,48 @@ def build_trainer(config, strategy, summary_outputs=True, jit_compile=False):
       ema_reads=config.ema_reads, summary_outputs=summary_outputs, jit_compile=jit_compile)
 
 
-def resume(state, path):
-  """Restores checkpoint `path` into `state` (a Trainer, or anything with its `checkpoint()`
-  and `global_step`); returns the global step."""
-  try:
-    state.checkpoint().restore(path).assert_existing_objects_matched()
-  except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
-    raise errors.cannot_resume(path, e) from None
-  return int(state.global_step.numpy())
+class CheckpointedBackend:
+  """What the backends over a tf.train.Checkpoint state share (a Trainer, or the Keras path's
+  State: `checkpoint()`, `params`, `averages`, `global_step`, `all_finite()`): resume,
+  --init_from, the finiteness check, the save and the step. Subclasses set `config`, `state`
+  and `save_dir` before the driver calls them."""
+
+  def _manage(self):
+    # After the driver's recover: the manager counts the checkpoints the index lists.
+    self.manager = tf.train.CheckpointManager(  # pylint: disable=attribute-defined-outside-init
+        self.state.checkpoint(), self.save_dir, max_to_keep=self.config.max_checkpoints_to_keep)
+
+  def resume(self, path, keep):  # pylint: disable=unused-argument  # the index keeps them
+    self._manage()
+    try:
+      self.state.checkpoint().restore(path).assert_existing_objects_matched()
+    except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
+      raise errors.cannot_resume(path, e) from None
+    return self.global_step()
+
+  def initialize(self, values):
+    """Assigns a checkpoints.State `values` (--init_from, of any trainer) to the weights,
+    averages and step; None leaves the seed's values."""
+    self._manage()
+    if values is not None:
+      for name, value in values.weights.items():
+        self.state.params[name].assign(value)
+        self.state.averages[name].assign(values.averages[name])
+      self.state.global_step.assign(values.global_step)
+    return self.global_step()
+
+  def all_finite(self):
+    return bool(self.state.all_finite())
+
+  def save(self, step):
+    self.manager.save(checkpoint_number=step)
+    return os.path.join(self.config.train_dir, f"ckpt-{step}")
+
+  def global_step(self):
+    return int(self.state.global_step.numpy())
 
 
-def initialize(state, values):
-  """Assigns a checkpoints.State `values` (--init_from, of any trainer) to `state`'s weights,
-  averages and step; None leaves the seed's values. Returns the global step."""
-  if values is not None:
-    for name, value in values.weights.items():
-      state.params[name].assign(value)
-      state.averages[name].assign(values.averages[name])
-    state.global_step.assign(values.global_step)
-  return int(state.global_step.numpy())
-
-
-class Backend:
+class Backend(CheckpointedBackend):
   """A synchronous strategy's run for harness.driver (see its docstring for the methods)."""
 
   def __init__(self, config, strategy, dataset=None, jit_compile=False):
@@ -80,21 +100,8 @@ class Backend:
       self.save_dir = os.path.join(config.train_dir,
                                    f"{WORKER_SCRATCH}{strategy.cluster_resolver.task_id}")
       run_folder.remove_tree(self.save_dir)
-    self.trainer = build_trainer(config, strategy, jit_compile=jit_compile)
+    self.trainer = self.state = build_trainer(config, strategy, jit_compile=jit_compile)
     self.manager = self.iterator = self.writer = None
-
-  def _manage(self):
-    # After the driver's recover: the manager counts the checkpoints the index lists.
-    self.manager = tf.train.CheckpointManager(self.trainer.checkpoint(), self.save_dir,
-                                              max_to_keep=self.config.max_checkpoints_to_keep)
-
-  def resume(self, path, keep):  # pylint: disable=unused-argument  # the index keeps them
-    self._manage()
-    return resume(self.trainer, path)
-
-  def initialize(self, values):
-    self._manage()
-    return initialize(self.trainer, values)
 
   def start(self, step):
     config = self.config
@@ -132,16 +139,6 @@ class Backend:
       for name, grad in zip(model.VARIABLE_NAMES, record["gradients"]):
         tf.summary.histogram(name + "/values", params[name], step=step)
         tf.summary.histogram(name + "/gradients", grad, step=step)
-
-  def all_finite(self):
-    return bool(self.trainer.all_finite())
-
-  def save(self, step):
-    self.manager.save(checkpoint_number=step)
-    return os.path.join(self.config.train_dir, f"ckpt-{step}")
-
-  def global_step(self):
-    return int(self.trainer.global_step.numpy())
 
   def close(self):
     if self.writer is not None:
