@@ -12,8 +12,8 @@ import os
 from absl import flags
 
 from cifar10 import config
-from harness import cluster
 from harness import profiling
+from harness import slurm
 
 
 def _default(cls, name):
@@ -121,7 +121,7 @@ def define_cluster_flags(fv):
                       "tf_config (TF_CONFIG, as Kubeflow's TFJob and Vertex AI write it), "
                       "slurm (the srun step's SLURM_* variables), auto (TF_CONFIG if set, "
                       "else a Slurm step of more than one task).", flag_values=fv)
-  flags.DEFINE_integer("slurm_port_base", cluster.SLURM_PORT_BASE, "Slurm: a node's tasks "
+  flags.DEFINE_integer("slurm_port_base", slurm.SLURM_PORT_BASE, "Slurm: a node's tasks "
                        "listen on this port and the next ones.", flag_values=fv)
   flags.DEFINE_integer("slurm_ps_tasks", 1, "Slurm, parameter_server and the v1 ps/worker "
                        "job: how many of the step's tasks are ps tasks (after the chief).",
@@ -136,12 +136,12 @@ def define_cluster_flags(fv):
 
 
 def cluster_task(values, layout):
-  """This task's cluster.Task from --cluster_resolver; `layout` as cluster.from_slurm takes
+  """This task's cluster.Task from --cluster_resolver; `layout` as slurm.from_slurm takes
   it, with "ps" counted by --slurm_ps_tasks."""
   if values.slurm_ps_tasks < 1:
     raise config.UsageError("--slurm_ps_tasks must be a positive integer")
   layout = [(job, values.slurm_ps_tasks if job == "ps" else count) for job, count in layout]
-  return cluster.resolve(values.cluster_resolver, layout, values.slurm_port_base)
+  return slurm.resolve(values.cluster_resolver, layout, values.slurm_port_base)
 
 
 def peer_timeout_secs(values):

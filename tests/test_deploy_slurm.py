@@ -91,31 +91,31 @@ def test_the_v1_ps_worker_job_runs_as_a_slurm_step(tmp_path):
 
 def test_slurm_steps_become_a_cluster_in_rank_order():
   from cifar10.errors import UsageError  # pylint: disable=g-import-not-at-top
-  from harness import cluster  # pylint: disable=g-import-not-at-top
-  assert cluster.expand_hostlist("gpu[01-03,7],login1") == ["gpu01", "gpu02", "gpu03", "gpu7",
+  from harness import slurm  # pylint: disable=g-import-not-at-top
+  assert slurm.expand_hostlist("gpu[01-03,7],login1") == ["gpu01", "gpu02", "gpu03", "gpu7",
                                                              "login1"]
-  assert cluster.expand_tasks_per_node("2(x3),1") == [2, 2, 2, 1]
+  assert slurm.expand_tasks_per_node("2(x3),1") == [2, 2, 2, 1]
   step = {"SLURM_STEP_NODELIST": "n[1-2]", "SLURM_STEP_TASKS_PER_NODE": "2(x2)",
           "SLURM_STEP_NUM_TASKS": "4"}
   layout = [("chief", 1), ("ps", 1), ("worker", None)]
-  tasks = [cluster.from_slurm(layout, 9000, dict(step, SLURM_PROCID=str(r))) for r in range(4)]
+  tasks = [slurm.from_slurm(layout, 9000, dict(step, SLURM_PROCID=str(r))) for r in range(4)]
   assert tasks[0].cluster == {"chief": ["n1:9000"], "ps": ["n1:9001"],
                               "worker": ["n2:9000", "n2:9001"]}
   assert [(t.type, t.index) for t in tasks] == [("chief", 0), ("ps", 0), ("worker", 0),
                                                 ("worker", 1)]
   # auto: TF_CONFIG first, a one-task step trains alone, and the cluster is exported.
   env = dict(step, SLURM_PROCID="3")
-  task = cluster.resolve("auto", [("worker", None)], 9000, env)
+  task = slurm.resolve("auto", [("worker", None)], 9000, env)
   assert (task.type, task.index) == ("worker", 3)
   assert json.loads(env["TF_CONFIG"])["task"] == {"type": "worker", "index": 3}
   single = {"SLURM_PROCID": "0", "SLURM_STEP_NODELIST": "n1", "SLURM_STEP_NUM_TASKS": "1"}
-  assert cluster.resolve("auto", [("worker", None)], 9000, single).cluster is None
+  assert slurm.resolve("auto", [("worker", None)], 9000, single).cluster is None
   with pytest.raises(UsageError, match=re.escape(
       "the Slurm step has 2 task(s) and this is task 0; the job needs 3 or more (1 chief, "
       "1 ps, at least 1 worker)")):
-    cluster.from_slurm(layout, 9000, {"SLURM_PROCID": "0", "SLURM_STEP_NODELIST": "n[1-2]"})
+    slurm.from_slurm(layout, 9000, {"SLURM_PROCID": "0", "SLURM_STEP_NODELIST": "n[1-2]"})
   with pytest.raises(UsageError, match="run srun with --distribution=block"):
-    cluster.from_slurm(layout, 9000, dict(step, SLURM_PROCID="0", SLURMD_NODENAME="n2"))
+    slurm.from_slurm(layout, 9000, dict(step, SLURM_PROCID="0", SLURMD_NODENAME="n2"))
   with pytest.raises(UsageError, match="--cluster_resolver=slurm but this is not a Slurm job "
                                        "step: start each task with srun"):
-    cluster.resolve("slurm", layout, 9000, {})
+    slurm.resolve("slurm", layout, 9000, {})
