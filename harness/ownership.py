@@ -21,7 +21,9 @@ train_dir/flags.txt, every flag with its value, which `--flagfile` reads back.
 """
 
 import contextlib
+import errno
 import os
+import stat
 import socket
 import sys
 
@@ -75,9 +77,17 @@ def own(train_dir):
   path = os.path.join(train_dir, LOCK_FILE)
   try:
     os.makedirs(train_dir, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    # O_NOFOLLOW: a symbolic link planted as .lock would have the owner line written into
+    # (and the file truncated) wherever it points. A FIFO or device is refused the same way.
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
   except OSError as e:
+    if e.errno == errno.ELOOP:
+      raise UsageError(f"{path} is a symbolic link; the lock of --train_dir is never written "
+                       "through one: remove it") from None
     raise _cannot("train_dir", train_dir, e) from None
+  if not stat.S_ISREG(os.fstat(fd).st_mode):
+    os.close(fd)
+    raise UsageError(f"{path} is not a regular file (a FIFO or a device): remove it")
   try:
     try:
       fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
