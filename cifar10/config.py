@@ -212,6 +212,10 @@ class EvalConfig:
   download: bool = True
   seed: int = 0
   last_step: Optional[int] = None  # continuous: stop once a checkpoint of this step is scored
+  # continuous, a cluster's evaluator task: the chief's host:port, and how long it may not
+  # answer before the evaluator gives up (a killed chief writes no more checkpoints)
+  chief: Optional[str] = None
+  chief_timeout_secs: int = 300
 
   def __post_init__(self):
     if self.eval_data not in ("test", "train_eval"):

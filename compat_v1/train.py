@@ -67,7 +67,7 @@ def main(values):
   peer_timeout_secs = options.peer_timeout_secs(values)
   if task.is_evaluator:
     from compat_v1 import evaluator  # pylint: disable=g-import-not-at-top
-    evaluator.run(options.evaluator_config(values, train_config))
+    evaluator.run(options.evaluator_config(values, train_config, task))
     return
   if task.cluster and train_config.scale == "dynamic":
     raise UsageError("--loss_scale=dynamic applies to single-machine runs (its state is "

@@ -220,9 +220,11 @@ def eval_config(values):
 EVALUATOR_POLL_SECS = 2
 
 
-def evaluator_config(values, train):
+def evaluator_config(values, train, task):
   """What a managed cluster's evaluator task runs: the continuous evaluator over the chief's
-  train_dir (shared storage), writing into train_dir/eval, until train's final step."""
+  train_dir (shared storage), writing into train_dir/eval, until train's final step, or until
+  the chief (cluster.Task `task`'s chief, or worker 0) has not answered for
+  --peer_timeout_secs."""
   if values.evaluator_num_examples < 1:
     raise config.UsageError("--evaluator_num_examples must be a positive integer, got "
                             f"{values.evaluator_num_examples}")
@@ -230,7 +232,10 @@ def evaluator_config(values, train):
       checkpoint_dir=train.train_dir, eval_dir=os.path.join(train.train_dir, "eval"),
       num_examples=values.evaluator_num_examples, eval_interval_secs=EVALUATOR_POLL_SECS,
       dataset=train.dataset, data_dir=train.data_dir, download=train.download,
-      seed=train.seed, last_step=train.max_steps)
+      seed=train.seed, last_step=train.max_steps,
+      chief=(task.training_cluster.get("chief") or task.training_cluster.get("worker")
+             or [None])[0],
+      chief_timeout_secs=peer_timeout_secs(values))
 
 
 def device_config(values):

@@ -9,12 +9,14 @@ reading one: a checkpoint that is gone by the time it fails to read is skipped w
 line (the next one is evaluated), not an error.
 """
 
+import socket
 import time
 
 from absl import logging
 import tensorflow as tf
 
 from cifar10 import checkpoints
+from cifar10.errors import UsageError
 
 
 def _deleted(path, error):
@@ -26,18 +28,40 @@ def _deleted(path, error):
   return True
 
 
-def _new_checkpoints(folder, interval_secs):
-  """Each new newest checkpoint of `folder` as it appears, looking every interval_secs: what
-  tf.train.checkpoints_iterator does, over checkpoints.newest, so that an empty or damaged
-  index (which the trainer repairs at its next start) is not an error here."""
-  last = None
+def _answers(address):
+  """Whether something listens at host:port (a cluster task's gRPC server)."""
+  host, _, port = address.rpartition(":")
+  try:
+    with socket.create_connection((host, int(port)), timeout=2):
+      return True
+  except (OSError, ValueError):
+    return False
+
+
+def _new_checkpoints(config):
+  """Each new newest checkpoint of config.checkpoint_dir as it appears, looking every
+  eval_interval_secs: what tf.train.checkpoints_iterator does, over checkpoints.newest, so
+  that an empty or damaged index (which the trainer repairs at its next start) is not an error
+  here. With config.chief, a chief that has not answered for chief_timeout_secs ends the wait
+  in one line: a killed chief writes no more checkpoints, and the wait was for ever."""
+  last, silent_since = None, None
   while True:
-    path = checkpoints.newest(folder)
+    path = checkpoints.newest(config.checkpoint_dir)
     if path is not None and path != last:
       last = path
       yield path
-    else:
-      time.sleep(interval_secs)
+      continue
+    if config.chief:
+      if _answers(config.chief):
+        silent_since = None
+      else:
+        silent_since = silent_since or time.time()
+        if time.time() - silent_since >= config.chief_timeout_secs:
+          raise UsageError(f"the chief ({config.chief}) has not answered for "
+                           f"{config.chief_timeout_secs} s (--peer_timeout_secs) and the "
+                           f"checkpoint of step {config.last_step} has not come: the job "
+                           "seems gone; the evaluator stops")
+    time.sleep(config.eval_interval_secs)
 
 
 def evaluate_each(evaluate, config):
@@ -55,7 +79,7 @@ def evaluate_each(evaluate, config):
           raise
         tried = path
   result = None
-  for path in _new_checkpoints(config.checkpoint_dir, config.eval_interval_secs):
+  for path in _new_checkpoints(config):
     try:
       result = evaluate(path)
     except Exception as e:  # pylint: disable=broad-except

@@ -80,7 +80,7 @@ def main(values):
     task = options.cluster_task(values, LAYOUT[values.strategy])
     if task.is_evaluator:
       from strategies import evaluator  # pylint: disable=g-import-not-at-top
-      evaluator.run(options.evaluator_config(values, train_config))
+      evaluator.run(options.evaluator_config(values, train_config, task))
       return
     devices.check_cluster(values.strategy, task.training_cluster)
     cluster.drop_evaluator_from_environment(task)

@@ -2,6 +2,7 @@
 peers that never come up, taken ports, flags that name no cluster.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -207,3 +208,21 @@ def test_a_slurm_step_that_is_not_one_is_one_line(trainer, environ, expected, tm
                                       f"--cluster_resolver={environ['resolver']}",
                                       f"--train_dir={tmp_path}"), expected)
   assert not os.listdir(tmp_path)
+
+
+def test_an_evaluator_task_whose_chief_is_gone_stops_in_one_line(tmp_path, monkeypatch):
+  import time  # pylint: disable=g-import-not-at-top
+  from harness import launcher  # pylint: disable=g-import-not-at-top
+  # A chief address where nothing listens any more (its pod was killed): before, the
+  # evaluator task waited for its final checkpoint for ever.
+  chief = f"127.0.0.1:{launcher.free_ports(1)[0]}"
+  monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"chief": [chief],
+                                                          "worker": ["127.0.0.1:1"]},
+                                              "task": {"type": "evaluator", "index": 0}}))
+  began = time.time()
+  line = helpers.check_one_line(
+      helpers.call("strategies.train", "--strategy=parameter_server", "--dataset=synthetic",
+                   "--max_steps=5", "--peer_timeout_secs=2", f"--train_dir={tmp_path}"),
+      f"the chief ({chief}) has not answered for 2 s (--peer_timeout_secs) and the "
+      "checkpoint of step 5 has not come: the job seems gone; the evaluator stops")
+  assert time.time() - began < 30, line
