@@ -4,6 +4,7 @@ Every in-process test shares one TF runtime with /cpu:0../cpu:3, so the multi-re
 need no GPU; single-device tests just use /cpu:0.
 """
 
+import gc
 import os
 import threading
 
@@ -38,6 +39,18 @@ def pytest_cmdline_main(config):
     config.option.numprocesses = WORKERS
     if config.option.dist == "no":
       config.option.dist = "load"
+
+
+def pytest_runtest_teardown(item):  # pylint: disable=unused-argument
+  """After each test, moves every object alive into the collector's permanent generation.
+
+  Measured here: in the long-lived test processes, Python's full collections stopped single
+  tests for seconds (33 s of pauses over 0.5 s in one serial fast-tier run, the longest
+  14.5 s; a file-parsing test once took 72 s). Frozen after each test, the collector only
+  looks at the next test's objects: 1.4 s of collection in the same run, 3.5 GB peak. The
+  garbage of earlier tests is then kept, not collected: a test must close what it opens,
+  which the writer check below enforces for summary writers."""
+  gc.freeze()
 
 
 # The thread of a tf.compat.v1 FileWriter: one left running means a writer never closed,
