@@ -35,12 +35,7 @@ def test_the_slurm_script_trains_like_mirrored(tmp_path):
   tasks = 2
   commands = []
   for rank in range(tasks):
-    env = dict(helpers.env(), SLURM_PROCID=str(rank), SLURM_LOCALID=str(rank),
-               SLURM_NODEID="0", SLURM_STEP_NODELIST="localhost", SLURM_JOB_NODELIST="localhost",
-               SLURM_STEP_NUM_TASKS=str(tasks), SLURM_NTASKS=str(tasks),
-               SLURM_STEP_TASKS_PER_NODE=str(tasks), SLURM_TASKS_PER_NODE=str(tasks),
-               SLURMD_NODENAME="localhost", SLURM_JOB_ID="4242")
-    env.pop("TF_CONFIG", None)
+    env = _slurm_env(rank, tasks)
     commands.append((f"task:{rank}", [sys.executable, "-m", module,
                                       *deploy_jobs.args(args, tmp_path / "job"),
                                       f"--slurm_port_base={base}"], env))
