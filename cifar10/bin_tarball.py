@@ -56,7 +56,11 @@ def _remove_stale_scratch(data_dir):
         pass
       except PermissionError:
         continue  # alive, someone else's
-    shutil.rmtree(os.path.join(data_dir, name), ignore_errors=True)
+    path = os.path.join(data_dir, name)
+    if os.path.islink(path):  # planted: removed itself, its target never touched
+      os.unlink(path)
+    else:
+      shutil.rmtree(path, ignore_errors=True)
 
 
 def unpack(data_dir):

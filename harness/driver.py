@@ -196,6 +196,8 @@ class Run:
     if done // every > step // every or done >= config.max_steps or stopping:
       if not backend.all_finite():
         raise errors.NonFiniteState(done - 1, last_checkpoint(config))
+      if self.chief:  # TensorFlow writes a checkpoint's files through any link at their names
+        run_folder.unlink_links(config.train_dir)
       path = backend.save(done)
     self.profile.after(done - 1)
     self.last_step = done - 1

@@ -26,6 +26,7 @@ import os
 import stat
 import socket
 import sys
+import tempfile
 
 from absl import logging
 import tensorflow as tf
@@ -44,16 +45,34 @@ def _cannot(flag, path, error):
   return UsageError(f"cannot use --{flag}={path}: {reason.rsplit('; ', 1)[-1]}")
 
 
-def usable_dir(path, flag):
-  """Creates folder `path` if needed; UsageError naming --`flag` if it cannot be written."""
+def usable_dir(path, flag, made_here=False):
+  """Creates folder `path` if needed; UsageError naming --`flag` if it cannot be written or
+  holds a symbolic link (made_here: the project chose the folder's name, so `path` itself
+  must not be a link either)."""
+  if made_here and run_folder.is_link(path):
+    raise UsageError(f"{path} is a symbolic link (to {os.readlink(run_folder.os_path(path))}): "
+                     f"remove it, or name the folder with --{flag}")
   try:
     tf.io.gfile.makedirs(path)
-    probe = os.path.join(path, f".probe-{os.getpid()}")
-    with tf.io.gfile.GFile(probe, "w") as f:
-      f.write("probe")  # GFile creates the file at its first write
-    tf.io.gfile.remove(probe)
+    if run_folder.is_local(path):  # created exclusively, never through a planted link
+      fd, probe = tempfile.mkstemp(prefix=".probe-", dir=run_folder.os_path(path))
+      os.close(fd)
+      os.remove(probe)
+    else:
+      probe = os.path.join(path, f".probe-{os.getpid()}")
+      with tf.io.gfile.GFile(probe, "w") as f:
+        f.write("probe")  # GFile creates the file at its first write
+      tf.io.gfile.remove(probe)
   except (OSError, tf.errors.OpError) as e:
     raise _cannot(flag, path, e) from None
+  run_folder.refuse_links(path, flag)
+
+
+def usable_eval_dir(config):
+  """usable_dir for an evaluator's EvalConfig: its default, <checkpoint_dir>/eval, is a name
+  the project chose, so a link planted there is refused too."""
+  usable_dir(config.eval_dir, "eval_dir",
+             made_here=config.eval_dir == os.path.join(config.checkpoint_dir, "eval"))
 
 
 def _owner(path):
@@ -122,6 +141,7 @@ def _own_unlocked(train_dir):
 def own_run(config, replicas):
   """own(config.train_dir) for a run of TrainConfig `config` on `replicas` replicas; a restart
   with other settings than the recorded run is a UsageError (see harness.run_record)."""
+  run_folder.refuse_links(config.train_dir, "train_dir")  # before anything reads or writes
   record = run_record.check(config, replicas)
   with own(config.train_dir):
     run_record.write(config.train_dir, record)

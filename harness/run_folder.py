@@ -6,8 +6,10 @@ is what the driver runs before a trainer resumes (harness.driver); `is_local(pat
 whether the OS can see a path (locks and absolute paths only make sense there).
 """
 
+import contextlib
 import os
 import re
+import secrets
 import stat
 
 from absl import logging
@@ -28,6 +30,16 @@ def is_local(path):
   return not _SCHEME.match(path) or path.startswith("file://")
 
 
+def os_path(path):
+  """A local path as the OS names it (without file://)."""
+  return path[len("file://"):] if path.startswith("file://") else path
+
+
+def is_link(path):
+  """Whether local `path` is a symbolic link (nothing on object storage is)."""
+  return is_local(path) and os.path.islink(os_path(path))
+
+
 def is_absolute(path):
   """Absolute as a checkpoint index means it: rooted locally, or a URL."""
   return os.path.isabs(path) or bool(_SCHEME.match(path))
@@ -36,10 +48,70 @@ def is_absolute(path):
 def write_atomically(path, text):
   """Writes `text` to `path` through a temporary name and a rename: readers see the old file
   or the new one (on object storage the rename is a copy, still never a half-written file)."""
-  tmp = f"{path}.tmp{os.getpid():x}"  # debris if a crash comes between (see recover)
+  # The temporary name is debris if a crash comes between (see recover). Locally it is
+  # unpredictable and created exclusively, never through a link planted at it; the rename
+  # replaces a link planted at `path` itself rather than writing where it points.
+  if is_local(path):
+    tmp = f"{os_path(path)}.tmp{secrets.token_hex(8)}"
+    try:
+      fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+      with os.fdopen(fd, "w") as f:
+        f.write(text)
+      os.replace(tmp, os_path(path))
+    except OSError as e:  # a full disk fails the write, which names no file: name `path`
+      with contextlib.suppress(OSError):
+        os.remove(tmp)
+      raise OSError(e.errno, e.strerror, os_path(path)) from None
+    return
+  tmp = f"{path}.tmp{secrets.token_hex(8)}"
   with tf.io.gfile.GFile(tmp, "w") as f:
     f.write(text)
   tf.io.gfile.rename(tmp, path, overwrite=True)
+
+
+def refuse_links(folder, flag):
+  """UsageError naming the first symbolic link inside local `folder`, at any depth.
+
+  TensorFlow's own writers (checkpoint shards and their `_temp` folder, events files, the
+  profiler's plugins/ folder) open their files through whatever link sits at the name, so a
+  link planted in a run folder would have the run write, truncate or delete files outside it.
+  The project never makes one; the driver checks before anything is written (and `remove`
+  never follows one)."""
+  if not is_local(folder) or not os.path.isdir(os_path(folder)):
+    return
+  for root, dirs, files in os.walk(os_path(folder)):  # never descends into a link
+    for name in sorted(dirs + files):
+      path = os.path.join(root, name)
+      if os.path.islink(path):
+        raise UsageError(f"{path} is a symbolic link (to {os.readlink(path)}) inside "
+                         f"--{flag}: TensorFlow writes through links, and nothing a run "
+                         "writes may land outside its folder: remove it")
+
+
+def unlink_links(folder):
+  """Removes symbolic links planted directly in local `folder` since refuse_links ran (the
+  driver does before every save, whose files TensorFlow opens through links), each with a
+  warning. Returns their names."""
+  if not is_local(folder):
+    return []
+  links = [e.name for e in os.scandir(os_path(folder)) if e.is_symlink()]
+  for name in links:
+    path = os.path.join(os_path(folder), name)
+    logging.warning("Removed %s, a symbolic link (to %s) planted in the run folder while "
+                    "it ran: the save would have written through it", path, os.readlink(path))
+    os.unlink(path)
+  return links
+
+
+def remove(path):
+  """Removes file or folder `path` (and everything in it). A symbolic link is removed itself:
+  its target, outside the folder, is never touched."""
+  if is_link(path):
+    os.unlink(os_path(path))
+  elif tf.io.gfile.isdir(path):
+    tf.io.gfile.rmtree(path)
+  elif tf.io.gfile.exists(path):
+    tf.io.gfile.remove(path)
 
 
 def read_text(path):
@@ -90,11 +162,7 @@ def _remove_debris(train_dir):
   removed = [n.rstrip("/") for n in tf.io.gfile.listdir(train_dir)
              if _DEBRIS.search(n.rstrip("/"))]
   for name in removed:
-    path = os.path.join(train_dir, name)
-    if tf.io.gfile.isdir(path):
-      tf.io.gfile.rmtree(path)
-    else:
-      tf.io.gfile.remove(path)
+    remove(os.path.join(train_dir, name))
   if removed:
     logging.info("Removed %d file(s) of an interrupted save from %s: %s", len(removed),
                  train_dir, ", ".join(sorted(removed)))
@@ -157,9 +225,3 @@ def _raw_paths(train_dir):
   except (tf.errors.OpError, UnicodeDecodeError):
     return []
   return re.findall(r'^\w*model_checkpoint_paths?: "([^"]*)"', text, re.MULTILINE)
-
-
-def remove_tree(path):
-  """Removes folder `path` and everything in it, if it exists."""
-  if tf.io.gfile.isdir(path):
-    tf.io.gfile.rmtree(path)

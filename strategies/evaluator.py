@@ -61,6 +61,6 @@ class Evaluator:
 
 def run(config):
   """Evaluates the newest checkpoint once, or each new one every eval_interval_secs."""
-  ownership.usable_dir(config.eval_dir, "eval_dir")
+  ownership.usable_eval_dir(config)
   with contextlib.closing(Evaluator(config)) as scorer:
     return polling.evaluate_each(scorer.evaluate, config)

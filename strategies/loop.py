@@ -99,7 +99,7 @@ class Backend(CheckpointedBackend):
     if not self.chief:
       self.save_dir = os.path.join(config.train_dir,
                                    f"{WORKER_SCRATCH}{strategy.cluster_resolver.task_id}")
-      run_folder.remove_tree(self.save_dir)
+      run_folder.remove(self.save_dir)
     self.trainer = self.state = build_trainer(config, strategy, jit_compile=jit_compile)
     self.manager = self.iterator = self.writer = None
 
@@ -144,7 +144,7 @@ class Backend(CheckpointedBackend):
     if self.writer is not None:
       self.writer.close()
     if not self.chief:
-      run_folder.remove_tree(self.save_dir)
+      run_folder.remove(self.save_dir)
 
 
 def run(config, strategy, dataset=None, on_step=None, steps_per_loop=1, jit_compile=False):

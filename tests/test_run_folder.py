@@ -237,31 +237,3 @@ def test_evaluators_read_a_folder_whose_index_is_empty_or_damaged(evaluator, tmp
   seen = []
   assert polling.evaluate_each(lambda path: seen.append(path) or (0.5, 2), run) == (0.5, 2)
   assert seen == [f"{tmp_path}/run/ckpt-2"]
-
-
-@pytest.mark.parametrize("dangling", [False, True])
-def test_a_lock_planted_as_a_symbolic_link_is_refused_and_its_target_untouched(dangling,
-                                                                           tmp_path):
-  outside = tmp_path / "outside.txt"
-  if not dangling:
-    outside.write_text("precious\n")
-  train_dir = tmp_path / "run"
-  train_dir.mkdir()
-  (train_dir / ownership.LOCK_FILE).symlink_to(outside)
-  # Before: all three trainers truncated the target and wrote their owner line into it (or
-  # created it, through a dangling link), and the run went on.
-  with pytest.raises(ownership.UsageError, match=re.escape(
-      f"{train_dir}/.lock is a symbolic link; the lock of --train_dir is never written "
-      "through one: remove it")):
-    with ownership.own(str(train_dir)):
-      pass
-  assert (outside.read_text() == "precious\n") if not dangling else not outside.exists()
-  # The run record is replaced, never written through a link either.
-  from cifar10 import config  # pylint: disable=g-import-not-at-top
-  from harness import run_record  # pylint: disable=g-import-not-at-top
-  (train_dir / ownership.LOCK_FILE).unlink()
-  (train_dir / run_record.RECORD).symlink_to(outside)
-  with ownership.own_run(config.TrainConfig(train_dir=str(train_dir), dataset="synthetic"), 1):
-    pass
-  assert not (train_dir / run_record.RECORD).is_symlink()
-  assert (outside.read_text() == "precious\n") if not dangling else not outside.exists()
