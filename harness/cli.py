@@ -89,9 +89,12 @@ def server(error):
   return None
 
 
-# TensorFlow's words when a collective's peer is gone: the coordination service's heartbeats
-# stopped, its health check found the peer down, or the peer's socket closed mid-collective.
-_PEER_LOST = re.compile(r"Collective ops is aborted|stopped sending heartbeats|is down")
+# TensorFlow's words when a peer is gone: the coordination service's heartbeats stopped, its
+# health check found the peer down, the peer's socket closed mid-collective, or (a
+# ParameterServerStrategy chief) a remote function's ps or worker no longer answers.
+_PEER_LOST = re.compile(r"Collective ops is aborted|stopped sending heartbeats|is down|"
+                        r"(?:Socket closed|failed to connect to all addresses)[^\n]*\n"
+                        r"Additional GRPC error information from remote target /job:")
 _PEER = re.compile(r"(?:remote target |stopped sending heartbeats\):\s*)(/job:\S+?):?\s|"
                    r"(/job:\S+) is down")
 

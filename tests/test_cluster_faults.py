@@ -167,6 +167,12 @@ def test_a_task_whose_port_is_taken_is_one_line(args, jobs, task, tmp_path, monk
     ("UnavailableError", "Collective ops is aborted by: Error reported from /job:worker/task:1:"
      " The following tasks are unhealthy (stopped sending heartbeats):\n/job:worker/replica:0/"
      "task:1\nThe tasks have crashed.", "/job:worker/replica:0/task:1"),
+    # A ParameterServerStrategy chief whose ps task was SIGKILLed (before: its traceback).
+    ("UnavailableError", "Graph execution error:\n\n2 root error(s) found.\n  (0) UNAVAILABLE:"
+     "  failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:45979: Failed"
+     " to connect to remote host: Connection refused\nAdditional GRPC error information from "
+     "remote target /job:ps/replica:0/task:0/device:CPU:0 while calling /tensorflow.eager."
+     "EagerService/RunComponentFunction:\n", "/job:ps/replica:0/task:0/device:CPU:0"),
 ])
 def test_a_peer_lost_mid_run_is_one_line_with_a_status_to_retry(kind, message, peer, capsys):
   from harness import cli  # pylint: disable=g-import-not-at-top
