@@ -18,7 +18,9 @@ A backend has: `resume(path, keep)` and `initialize(state)` (each returns the gl
 start at; `state` is the checkpoints.State of --init_from or None), `start(step)` (input from
 that step on, the opening log line), `run(step, k, stop, record, sync)` -> Steps,
 `write_summaries(step, steps)`, `all_finite()`, `save(step)` -> path, `global_step()`, and
-`close()` (called on every exit). A backend whose loop owns its iteration (Keras `fit`) has
+`close()` (called on every exit); optionally `stop_soon()`, called from another thread the
+moment SIGTERM or Ctrl-C arrives, to end a running call of k steps after the step in hand
+(its Steps then say how many `ran`). A backend whose loop owns its iteration (Keras `fit`) has
 `drive(run, start)` instead of `run`, and calls the Run's `before` and `after` around each of
 its steps: the same decisions, in the same place. Only a chief (`chief=True`) owns the
 folder, summarises (and writes the progress lines' rates as `examples_per_second` and
@@ -58,6 +60,7 @@ class Steps:
   stop: bool = False
   done: Optional[int] = None
   record: Any = None
+  ran: Optional[int] = None  # steps run, when a stop request ended the call before k
 
 
 def call_length(step, config, steps_per_loop):
@@ -103,7 +106,8 @@ def train(config, backend, *, replicas, global_batch, chief=True, steps_per_loop
         logging.info("Step %d already reached --max_steps=%d; nothing to do", start,
                      config.max_steps)
         return start
-      with signals.stop_on_signals() as run.stop_requested, run.profile:
+      with signals.stop_on_signals(getattr(backend, "stop_soon", None)) as run.stop_requested, \
+          run.profile:
         if hasattr(backend, "drive"):
           backend.drive(run, start)  # a loop that owns its iteration (Keras fit) calls `run`
         else:
@@ -183,6 +187,7 @@ class Run:
     summaries, log lines, the finiteness check and the save, the profile, the stop. Returns
     the global step after the call; raises errors.Stopped after saving on a stop request."""
     config, backend = self.config, self.backend
+    k = out.ran or k
     done = out.done if out.done is not None else step + k
     if self.summarises(step):
       backend.write_summaries(step, out)

@@ -118,7 +118,10 @@ class Backend(CheckpointedBackend):
   def run(self, step, k, stop, record, sync):  # pylint: disable=unused-argument
     out = self.trainer.train_steps(self.iterator, k, stop, record=record)
     return driver.Steps(out.loss, out.lr, out.last_loss, out.last_lr, stop=out.stop,
-                        record=out.record)
+                        record=out.record, ran=int(out.ran) if k > 1 else None)
+
+  def stop_soon(self):
+    self.trainer.request_stop()
 
   def write_summaries(self, step, steps):
     """Step `step`'s summaries, eagerly, from what the step returned: loss, learning rate,
@@ -156,8 +159,8 @@ def run(config, strategy, dataset=None, on_step=None, steps_per_loop=1, jit_comp
     steps_per_loop > 1 after the first and the last step of each call.
   steps_per_loop: steps per call of the compiled function (--steps_per_loop): no host
     round trip between them. The same weights, bit for bit, log lines, summaries and
-    checkpoints as one step per call (harness.driver.call_length); a SIGTERM stops after
-    the call.
+    checkpoints as one step per call (harness.driver.call_length); a SIGTERM or Ctrl-C
+    ends a call after the step in hand.
   jit_compile: XLA compiles each replica's forward and backward pass (--jit_compile); outside
     the bit-equality contract (XLA fuses and reorders float arithmetic).
   Raises UsageError on bad data, errors.NonFiniteLoss on a NaN/Inf loss (nothing of that

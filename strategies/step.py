@@ -38,7 +38,8 @@ from cifar10.hparams import DEFAULT
 # What one call of the compiled step(s) returns: the first step's loss, learning rate and stop
 # flag (whether any process of the job asked to stop), its record for summaries ({} unless
 # asked), and the last step's loss and learning rate (the first's, in a call of one step).
-Call = collections.namedtuple("Call", "loss lr stop record last_loss last_lr")
+# `ran`: the steps the call ran (fewer than asked when a stop request ended it early).
+Call = collections.namedtuple("Call", "loss lr stop record last_loss last_lr ran")
 
 
 class Trainer:
@@ -76,6 +77,10 @@ class Trainer:
                                  name="loss_scale")
         self.good_steps = tf.Variable(0, dtype=tf.int64, trainable=False,
                                       name="loss_scale_good_steps")
+    # A stop request (SIGTERM, Ctrl-C) that arrives during a call of many steps: set from
+    # another thread (harness.signals), read by the call before each of its later steps.
+    # This process's own, outside the strategy: never mirrored, never checkpointed.
+    self.stop_flag = tf.Variable(0.0, trainable=False, name="stop_requested")
     self.averages = {n: _join(v, [self.ema.average(s) for s in _parts(v)])
                      for n, v in self.params.items()}
     # With jit_compile, XLA compiles each replica's forward and backward pass.
@@ -195,15 +200,25 @@ class Trainer:
     return loss, lr, self.strategy.experimental_local_results(stop)[0] > 0, record
 
   def _steps(self, iterator, stop, more):
-    """The step, then `more` steps in the same call, with no host round trip between them.
-    Returns the first step's (loss, lr, stop flag, record), then the last step's loss and lr.
-    Each step is the graph of `_step`; a failed loss check ends the call at that step, with
-    the steps before it applied."""
+    """The step, then up to `more` steps in the same call, with no host round trip between
+    them. Returns the first step's (loss, lr, record), the job's stop flag after the last
+    step run, the last step's loss and lr, and the number of steps run. Each step is the
+    graph of `_step` and carries this process's stop request (stop_flag) in its all-reduce,
+    so every process of the job sees a request at the same step and ends the call after it.
+    A failed loss check ends the call at that step, with the steps before it applied."""
     loss, lr, stopping, record = self._step(iterator, stop, record=False)
-    last_loss, last_lr = loss, lr
+    last_loss, last_lr, ran = loss, lr, tf.constant(1)
     for _ in tf.range(more):
-      last_loss, last_lr, _, _ = self._step(iterator, stop, record=False)
-    return loss, lr, stopping, record, last_loss, last_lr
+      if stopping:
+        break
+      last_loss, last_lr, stopping, _ = self._step(iterator, self.stop_flag.read_value(),
+                                                   record=False)
+      ran += 1
+    return loss, lr, stopping, record, last_loss, last_lr, ran
+
+  def request_stop(self):
+    """Makes a running call of many steps end after the step in hand (any thread)."""
+    self.stop_flag.assign(1.0)
 
   def _apply_ema(self):
     with self.strategy.scope():  # EMA looks its shadows up by the scoped variables.
@@ -224,7 +239,7 @@ class Trainer:
     function; only a call of one step returns a record (for summaries)."""
     if steps == 1:
       loss, lr, stopping, out = self.train_step(iterator, stop_requested, record)
-      return Call(loss, lr, stopping, out, loss, lr)
+      return Call(loss, lr, stopping, out, loss, lr, 1)
     return Call(*self.steps_fn(iterator, tf.constant(float(stop_requested)),
                                tf.constant(steps - 1, tf.int32)))
 
