@@ -26,6 +26,7 @@ import tensorflow as tf
 from cifar10 import data_sources
 from cifar10 import input_pipeline
 from harness import driver
+from strategies import histograms
 from strategies import loop
 
 
@@ -90,7 +91,7 @@ class Backend(loop.CheckpointedBackend):
       # The weights are read from the ps tasks (shards joined); the gradients stay on the
       # workers, so unlike the synchronous strategies there are no gradient histograms.
       for name, variable in self.trainer.params.items():
-        tf.summary.histogram(name + "/values", tf.convert_to_tensor(variable), step=step)
+        histograms.histogram(name + "/values", tf.convert_to_tensor(variable), step=step)
 
   def close(self):
     if self.writer is not None:

@@ -25,6 +25,7 @@ from cifar10 import precision
 from cifar10 import summaries
 from harness import driver
 from harness import run_folder
+from strategies import histograms
 from strategies.inputs import distributed_input
 from strategies.step import Trainer
 
@@ -128,20 +129,21 @@ class Backend(CheckpointedBackend):
     the original's summaries (cifar10.summaries) and the histograms of each weight (after
     the update) and its all-reduced gradient. Eagerly and only on the steps that record:
     written inside the compiled step, the summary ops (under tf.summary.record_if) made its
-    tracing and first run ~5 s longer."""
+    tracing and first run ~5 s longer. Histograms through strategies.histograms (the same
+    bits as tf.summary.histogram, 5x faster)."""
     record, params = steps.record, self.trainer.params
     with self.writer.as_default():
       tf.summary.scalar("loss", steps.loss, step=step)
       tf.summary.scalar("learning_rate", steps.lr, step=step)
-      scalars, histograms = summaries.original(record["activations"], record["terms"],
-                                               record["averages"])
+      scalars, distributions = summaries.original(record["activations"], record["terms"],
+                                                  record["averages"])
       for tag, value in scalars.items():
         tf.summary.scalar(tag, value, step=step)
-      for tag, value in histograms.items():
-        tf.summary.histogram(tag, value, step=step)
+      for tag, value in distributions.items():
+        histograms.histogram(tag, value, step=step)
       for name, grad in zip(model.VARIABLE_NAMES, record["gradients"]):
-        tf.summary.histogram(name + "/values", params[name], step=step)
-        tf.summary.histogram(name + "/gradients", grad, step=step)
+        histograms.histogram(name + "/values", params[name], step=step)
+        histograms.histogram(name + "/gradients", grad, step=step)
 
   def close(self):
     if self.writer is not None:

@@ -38,7 +38,19 @@ def pytest_cmdline_main(config):
       and not os.environ.get("PYTEST_XDIST_WORKER"):
     config.option.numprocesses = WORKERS
     if config.option.dist == "no":
-      config.option.dist = "load"
+      config.option.dist = "loadgroup"  # see pytest_collection_modifyitems
+
+
+def pytest_collection_modifyitems(config, items):  # pylint: disable=unused-argument
+  """The tests of a module whose fixture is module-scoped (a reference run) go to one xdist
+  worker together: spread over both, each worker trained the reference again (measured: 14-26
+  s of duplicated setup in one run of the suite). The order stays the files' order: with the
+  `slow` tests first, both workers ran cluster jobs at once and the suite took 454 s instead of
+  391 s (TensorFlow's thread pools spin while they wait for a core)."""
+  for item in items:
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    if any(d.scope == "module" for fixture in defs.values() for d in fixture):
+      item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
 def pytest_runtest_teardown(item):  # pylint: disable=unused-argument
