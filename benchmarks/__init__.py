@@ -1,1 +1,4 @@
-"""Benchmarks run by hand (never by the test suite): `python -m benchmarks.throughput`."""
+"""Benchmarks run by hand: `python -m benchmarks.throughput` (the trainers' real loops and
+their peers, `measure`, `keras_peer`), `python -m benchmarks.input_pipeline` (the train
+stream alone, per host core) and `python -m benchmarks.profile_ops` (where a profiled step's
+time goes). The suite only checks that they run and what they print."""

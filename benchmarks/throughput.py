@@ -10,8 +10,9 @@ For each precision and N, each kind of benchmarks.measure runs in its own child 
 idiomatic Keras `fit` of the same CNN (benchmarks.keras_peer), and (N = 1) a bare tf.function
 step, the ceiling of the model's step here. After --warmup steps, --steps steps are timed.
 With --repeats=R each kind runs R times in rotating order and the median counts.
-Prints examples/sec, the ratio to v1 and the model's FLOP rate as a share of this machine's
-float32 matmul peak, measured in the same run. With --out, writes results.json and, if
+Prints examples/sec, the ratio to v1, the model's FLOP rate as a share of this machine's
+float32 matmul peak (measured in the same run), the milliseconds of a global step and, at
+N = 1, what each kind's step costs over the bare step (its fixed per-step cost). With --out, writes results.json and, if
 matplotlib is installed (`pip install -e '.[bench]'`), chart.png there. On a machine without
 GPUs N means N logical CPU devices that share the same cores.
 """
@@ -140,8 +141,9 @@ def main(values):
   print(f"global batch = {values.batch_size} x N, {values.steps} timed steps after "
         f"{values.warmup} warm-up steps, synthetic data; K = {values.steps_per_loop}; "
         f"matmul peak {peak:.0f} GFLOP/s; {flops / 1e6:.1f} MFLOP per example")
-  print(f"{'precision':>9} {'N':>2} {'kind':>11} {'ex/s':>9} {'/ v1':>6} {'% peak':>7}")
-  rows = []
+  print(f"{'precision':>9} {'N':>2} {'kind':>11} {'ex/s':>9} {'/ v1':>6} {'% peak':>7} "
+        f"{'ms/step':>8} {'over bare':>9}")
+  rows, bare_ms = [], {}
   for precision in values.precisions:
     for n in counts:
       kinds = [k for k in values.kinds if k != "bare_step" or n == 1]
@@ -150,14 +152,22 @@ def main(values):
         for kind in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
           rates[kind].append(_run_child(f"{kind}:{n}:{precision}", values)["examples_per_sec"])
       results = {kind: statistics.median(rates[kind]) for kind in kinds}
-      for kind in kinds:
+      for kind in sorted(kinds, key=lambda k: k != "bare_step"):  # the bare step first
         rate = results[kind]
         ratio = rate / results["v1"] if "v1" in results else float("nan")
         share = 100 * rate * flops / (peak * 1e9)
+        # A global step's time, and what it costs over the bare step of one replica's batch
+        # (N = 1; the fixed cost of a step, which decides the speed where steps are cheap).
+        step_ms = 1000 * values.batch_size * n / rate
+        bare = bare_ms.get(precision) if n == 1 else None
+        if kind == "bare_step":
+          bare_ms[precision] = bare = step_ms
+        over = step_ms - bare if bare is not None else float("nan")
         rows.append({"precision": precision, "n": n, "kind": kind, "examples_per_sec": rate,
-                     "runs": rates[kind], "ratio_to_v1": ratio, "percent_of_peak": share})
+                     "runs": rates[kind], "ratio_to_v1": ratio, "percent_of_peak": share,
+                     "ms_per_step": step_ms, "ms_over_bare_step": over})
         print(f"{precision:>9} {n:>2} {LABELS[kind]:>11} {rate:>9.1f} {ratio:>6.2f} "
-              f"{share:>6.1f}%", flush=True)
+              f"{share:>6.1f}% {step_ms:>8.2f} {over:>9.2f}", flush=True)
   if values.out:
     path = os.path.join(values.out, "results.json")
     with open(path, "w", encoding="utf-8") as f:

@@ -16,6 +16,8 @@ from cifar10.data_sources import DEPTH
 from cifar10.errors import UsageError
 from cifar10.hparams import DEFAULT
 
+_INDEX_BLOCK = 1024  # indices shuffled per op (any size gives the same stream)
+
 
 def distort(image, seed, image_size=DEFAULT.image_size):
   """The original train distortions, every draw from the stateless `seed` ([2] int64)."""
@@ -55,8 +57,13 @@ def train_dataset(source, *, seed, global_batch_size, start_step=0, shard=(0, 1)
 
   def epoch(e):
     begin = tf.where(tf.equal(e, first_epoch), tf.constant(skip, tf.int64), 0)
-    return tf.data.Dataset.range(begin, n).map(
-        lambda i: (e, tf.random.experimental.index_shuffle(i, tf.stack([seed, e]), n - 1)))
+    # Shuffled in blocks and unbatched: the same indices in the same order, but one
+    # index_shuffle op per 1024 of them. One op per index was a sequential stage that
+    # capped the whole stream at ~31,000 examples/sec, whatever the cores (BENCHMARKS.md).
+    return tf.data.Dataset.range(begin, n).batch(_INDEX_BLOCK).map(
+        lambda i: (tf.fill(tf.shape(i), e),
+                   tf.random.experimental.index_shuffle(i, tf.stack([seed, e]), n - 1))
+    ).unbatch()
 
   def example(e, index):
     image, label = source.fetch(index)

@@ -43,5 +43,33 @@ def test_a_run_prints_and_writes_each_kind_against_v1(tmp_path):
     assert 0 < row["percent_of_peak"] < 100, row
   lines = [line for line in result.stdout.splitlines() if line.strip().startswith("fp32")]
   assert len(lines) == 2
-  for line, label in zip(lines, (" v1 ", " bare step ")):
+  for line, label in zip(lines, (" bare step ", " v1 ")):  # the yardstick first
     assert label in line, line
+  # A global step's milliseconds, and v1's over the bare step's (its fixed cost per step).
+  for row in rows.values():
+    assert row["ms_per_step"] == pytest.approx(1000 * 8 / row["examples_per_sec"])
+  assert rows["bare_step"]["ms_over_bare_step"] == 0
+  assert rows["v1"]["ms_over_bare_step"] == pytest.approx(
+      rows["v1"]["ms_per_step"] - rows["bare_step"]["ms_per_step"])
+  assert lines[1].split()[-2:] == [f"{rows['v1']['ms_per_step']:.2f}",
+                                   f"{rows['v1']['ms_over_bare_step']:.2f}"]
+
+
+@pytest.mark.parametrize("flags,expected", [
+    (("--threads=0",), "--threads must lie in 1.."),
+    (("--threads=one",), "--threads=one: give whole numbers"),
+    (("--examples=0",), "--batch_size and --examples must be positive"),
+])
+def test_the_input_benchmarks_bad_flags_are_one_line(flags, expected):
+  result = helpers.call("benchmarks.input_pipeline", *flags)
+  assert result.returncode == 2 and expected in helpers.error_line(result)
+
+
+@pytest.mark.slow
+def test_the_input_benchmark_times_the_stream_on_one_core():
+  result = helpers.run("benchmarks.input_pipeline", "--threads=1", "--batch_size=64",
+                       "--examples=640", "--warmup_examples=128", "--target=1000")
+  assert result.returncode == 0, result.stderr[-3000:]
+  threads, rate, per_core, cores = result.stdout.strip().splitlines()[-1].split()
+  assert int(threads) == 1 and float(rate) == float(per_core) > 0
+  assert float(cores) == pytest.approx(1000 / float(per_core), abs=0.06)
