@@ -62,6 +62,8 @@ class DeviceConfig:
   visible_gpus: "0,2" style, like CUDA_VISIBLE_DEVICES or GPUOptions.visible_device_list.
   memory_fraction: per_process_gpu_memory_fraction, in (0, 1].
   memory_limit_mb: a hard per-GPU limit in MiB (the TF2-native form); exclusive with fraction.
+  deterministic: op determinism and no TensorFloat-32 (harness.determinism): the bit
+    contract on GPUs.
   """
   num_gpus: int = 1
   cpu_only: bool = False
@@ -73,6 +75,7 @@ class DeviceConfig:
   soft_placement: bool = True
   intra_op_threads: int = 0
   inter_op_threads: int = 0
+  deterministic: bool = True
 
   def __post_init__(self):
     _positive("num_gpus", self.num_gpus)

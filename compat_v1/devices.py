@@ -11,10 +11,12 @@ from absl import logging
 import tensorflow as tf
 
 from cifar10 import devices
+from harness import determinism
 
 
 def setup(config):
   """(tower device names, ConfigProto) for `config`; logs one line when towers go to CPUs."""
+  determinism.apply(config.deterministic)  # process-wide: a Session's kernels follow it too
   gpus = devices.visible_gpu_indices(config, len(tf.config.list_physical_devices("GPU")))
   kind, names = devices.plan(config, len(gpus))
   proto = tf.compat.v1.ConfigProto(

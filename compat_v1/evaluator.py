@@ -18,6 +18,7 @@ from cifar10 import model
 from cifar10.hparams import DEFAULT
 from compat_v1 import inputs
 from compat_v1 import restore
+from harness import determinism
 from harness import ownership
 from harness import polling
 from harness import progress
@@ -84,6 +85,7 @@ class Evaluator:
 
 def run(config):
   """Evaluates the newest checkpoint once, or each new one every eval_interval_secs."""
+  determinism.apply()  # the bit contract's settings: evaluators have no device flags
   ownership.usable_eval_dir(config)
   with contextlib.closing(Evaluator(config)) as scorer:
     return polling.evaluate_each(scorer.evaluate, config)

@@ -39,6 +39,8 @@ def main(values):
       raise UsageError(f"--{name} must be a positive integer, got {getattr(values, name)}")
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from harness import determinism  # pylint: disable=g-import-not-at-top
+  determinism.apply()  # what the trainers' --deterministic (the default) sets
   n = values.num_gpus
   if n > 1:
     tf.config.set_logical_device_configuration(

@@ -17,4 +17,5 @@
   quiet       TensorFlow's import-time noise kept off the first screen
   watchdog    bounded waits for peers that TensorFlow would wait for forever
   gpu_memory  the total memory of each GPU, as nvidia-smi reports it
+  determinism the bit contract's runtime settings (op determinism, no TensorFloat-32)
 """

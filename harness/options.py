@@ -58,6 +58,9 @@ def define_device_flags(fv):
                        "(0: TF decides).", flag_values=fv)
   flags.DEFINE_integer("inter_op_threads", d("inter_op_threads"), "Ops run in parallel "
                        "(0: TF decides).", flag_values=fv)
+  flags.DEFINE_bool("deterministic", d("deterministic"), "Op determinism and no "
+                    "TensorFloat-32: the bit contract on GPUs (--nodeterministic: faster "
+                    "GPU kernels, repeatable only up to their rounding).", flag_values=fv)
 
 
 def define_train_flags(fv):
@@ -245,7 +248,7 @@ def device_config(values):
       memory_limit_mb=values.gpu_memory_limit_mb,
       log_device_placement=values.log_device_placement,
       soft_placement=values.allow_soft_placement, intra_op_threads=values.intra_op_threads,
-      inter_op_threads=values.inter_op_threads)
+      inter_op_threads=values.inter_op_threads, deterministic=values.deterministic)
 
 
 def define_example_flags(fv, steps, batch_help):

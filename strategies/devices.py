@@ -25,6 +25,7 @@ import tensorflow as tf
 from cifar10 import devices
 from cifar10.errors import UsageError
 from harness import cluster
+from harness import determinism
 from harness import gpu_memory
 from harness import watchdog
 
@@ -71,6 +72,7 @@ def setup(config):
       if limit is not None:
         tf.config.set_logical_device_configuration(
             gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=limit)])
+    determinism.apply(config.deterministic)
     tf.config.set_soft_device_placement(config.soft_placement)
     tf.debugging.set_log_device_placement(config.log_device_placement)
     _set(tf.config.threading.get_intra_op_parallelism_threads,

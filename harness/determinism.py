@@ -1,0 +1,36 @@
+"""The bit contract's runtime settings, applied by every binary that claims the contract.
+
+Both trainers give the same bits as each other and as an uninterrupted run of themselves
+(docs/determinism.md). On CPUs that holds by itself: every kernel this model uses sums in a
+fixed order. On GPUs it does not unless TensorFlow is told to:
+
+- op determinism (`tf.config.experimental.enable_op_determinism`): cuDNN's max-pool gradient
+  with overlapping windows (this model's 3x3 stride 2) and BiasAddGrad's atomics kernel,
+  which TensorFlow picks by timing, otherwise add in whatever order their threads finish;
+  ops with no deterministic GPU kernel raise instead of running nondeterministically;
+- TensorFloat-32 off: on Ampere and newer GPUs TensorFlow runs float32 convolutions and
+  matmuls with 10-bit mantissas unless told not to, so `--precision=fp32` would not be
+  float32 there (and the towers and the replicas could round differently).
+
+`apply(deterministic)` sets both for the process (TensorFlow keeps them process-wide):
+`--deterministic` (the default) in both trainers, always in both evaluators and in
+`python -m equivalence`. `--nodeterministic` trades the contract for speed on GPUs: a run is
+then repeatable only up to those kernels' rounding.
+"""
+
+import tensorflow as tf
+
+
+def apply(deterministic=True):
+  """Op determinism and TensorFloat-32 off if `deterministic`; else TensorFloat-32 on (the
+  TensorFlow default) and op determinism left as it is (off in a new process)."""
+  if deterministic:
+    tf.config.experimental.enable_op_determinism()
+  tf.config.experimental.enable_tensor_float_32_execution(not deterministic)
+
+
+def applied():
+  """Whether this process runs under the contract's settings."""
+  from tensorflow.python.framework import config as tf_config  # pylint: disable=g-direct-tensorflow-import,g-import-not-at-top
+  return (tf_config.is_op_determinism_enabled()
+          and not tf.config.experimental.tensor_float_32_execution_enabled())
