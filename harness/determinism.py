@@ -12,18 +12,28 @@ fixed order. On GPUs it does not unless TensorFlow is told to:
   matmuls with 10-bit mantissas unless told not to, so `--precision=fp32` would not be
   float32 there (and the towers and the replicas could round differently).
 
-`apply(deterministic)` sets both for the process (TensorFlow keeps them process-wide):
-`--deterministic` (the default) in both trainers, always in both evaluators and in
-`python -m equivalence`. `--nodeterministic` trades the contract for speed on GPUs: a run is
-then repeatable only up to those kernels' rounding.
+`apply(deterministic)` sets both for the process (TensorFlow keeps them process-wide) where
+there are GPUs: `--deterministic` (the default) in both trainers, always in both evaluators
+and in `python -m equivalence`. `--nodeterministic` trades the contract for speed on GPUs: a
+run is then repeatable only up to those kernels' rounding. Without GPUs nothing is set: the
+CPU kernels keep the contract by themselves, and op determinism would refuse unseeded random
+ops in the same process (the original tutorial's initialisers, which the tests run beside the
+trainers) and XLA's max-pool gradient (`--jit_compile`).
 """
 
 import tensorflow as tf
 
 
+def _gpus():
+  return tf.config.list_physical_devices("GPU")
+
+
 def apply(deterministic=True):
-  """Op determinism and TensorFloat-32 off if `deterministic`; else TensorFloat-32 on (the
-  TensorFlow default) and op determinism left as it is (off in a new process)."""
+  """On a machine with GPUs: op determinism and TensorFloat-32 off if `deterministic`; else
+  TensorFloat-32 on (TensorFlow's default) and op determinism as it is (off in a new
+  process). Without GPUs: nothing (see the module docstring)."""
+  if not _gpus():
+    return
   if deterministic:
     tf.config.experimental.enable_op_determinism()
   tf.config.experimental.enable_tensor_float_32_execution(not deterministic)

@@ -14,6 +14,7 @@ from absl import flags
 
 from cifar10.errors import UsageError
 from harness import cli
+from harness import determinism
 from harness import options
 
 
@@ -91,6 +92,10 @@ def main(values):
   strategy = devices.get_strategy(values.strategy, devices.setup(device_config),
                                   peer_timeout_secs, values.ps_partition_min_bytes,
                                   values.all_reduce)
+  if values.jit_compile and determinism.applied():
+    raise UsageError("--jit_compile under --deterministic: XLA has no deterministic max-pool "
+                     "gradient on GPUs; add --nodeterministic (XLA is outside the bit "
+                     "contract anyway)")
   if values.strategy == "parameter_server":
     from strategies import cluster_loop  # pylint: disable=g-import-not-at-top
     cluster_loop.run(train_config, strategy)

@@ -1,5 +1,4 @@
-"""Test-wide TensorFlow set-up: quiet logs, 4 logical CPU devices fixed before TF starts, and
-the bit contract's settings (harness.determinism) the binaries apply.
+"""Test-wide TensorFlow set-up: quiet logs and 4 logical CPU devices, fixed before TF starts.
 
 Every in-process test shares one TF runtime with /cpu:0../cpu:3, so the multi-replica tests
 need no GPU; single-device tests just use /cpu:0.
@@ -25,9 +24,6 @@ NUM_LOGICAL_CPUS = 4
 tf.config.set_logical_device_configuration(
     tf.config.list_physical_devices("CPU")[0],
     [tf.config.LogicalDeviceConfiguration()] * NUM_LOGICAL_CPUS)
-# The bit contract's settings, as every binary that claims the contract applies them.
-from harness import determinism  # pylint: disable=g-import-not-at-top,wrong-import-position
-determinism.apply()
 
 
 # Two workers when pytest-xdist is there (much of the suite waits on child processes:
