@@ -11,7 +11,10 @@ import tensorflow as tf
 
 
 def _lrn(x):
-  return tf.nn.lrn(x, depth_radius=4, bias=1.0, alpha=0.001 / 9.0, beta=0.75)
+  # In float32 whatever the compute dtype, as cifar10.model does: TensorFlow's LRN has float32
+  # kernels only on GPUs (float16 ran on the CPU there, silently) and none for bfloat16.
+  y = tf.nn.lrn(tf.cast(x, tf.float32), depth_radius=4, bias=1.0, alpha=0.001 / 9.0, beta=0.75)
+  return tf.cast(y, x.dtype)
 
 
 def build(strategy, learning_rate=0.1):

@@ -6,6 +6,7 @@
 Each task is `compat_v1.train --job_name=... --task_index=... --ps_hosts=... --worker_hosts=...`
 on free ports; worker 0 is the chief. Log lines are prefixed with their task, Ctrl-C stops
 every task, the ps tasks are stopped when the chief is done, and the exit status is the job's.
+With GPUs each worker sees only its own --num_gpus of them, the ps tasks none.
 """
 
 import sys
@@ -14,6 +15,7 @@ from absl import flags
 
 from cifar10.errors import UsageError
 from harness import cli
+from harness import gpu_split
 from harness import launcher
 
 
@@ -29,8 +31,10 @@ def main(values, train_args):
     raise UsageError("--workers and --ps must be >= 1, --timeout_secs >= 0")
   spec = launcher.cluster(ps=values.ps, worker=values.workers)
   hosts = [f"--ps_hosts={','.join(spec['ps'])}", f"--worker_hosts={','.join(spec['worker'])}"]
+  per_worker = gpu_split.flag_value(train_args, "num_gpus", 1)  # towers; the ps tasks none
   tasks = [launcher.Task(job, i, [sys.executable, "-m", "compat_v1.train", f"--job_name={job}",
-                                  f"--task_index={i}", *hosts, *train_args], server=job == "ps")
+                                  f"--task_index={i}", *hosts, *train_args], server=job == "ps",
+                         gpus=per_worker if job == "worker" else 0)
            for job in ("ps", "worker") for i in range(len(spec[job]))]
   status = launcher.run(tasks, chief="worker:0", timeout=values.timeout_secs or None)
   if status:

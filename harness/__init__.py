@@ -10,6 +10,7 @@
   cluster     TF_CONFIG read and written in one place
   slurm       --cluster_resolver: TF_CONFIG or a Slurm job step, checked
   launcher    a local cluster: one process per task on 127.0.0.1, nothing left behind
+  gpu_split   each task of a local cluster its own GPUs (CUDA_VISIBLE_DEVICES)
   signals     SIGTERM and Ctrl-C as requests to stop at the next step boundary
   progress    the original's step and precision lines
   profiling   --profile_steps: a TensorBoard profile of a window of steps

@@ -10,6 +10,7 @@ status: 0 only if the chief and every worker that finished succeeded.
 """
 
 import dataclasses
+from typing import Optional
 import os
 import signal
 import socket
@@ -19,6 +20,7 @@ import threading
 import time
 
 from cifar10 import errors
+from harness import gpu_split
 
 HOST = "127.0.0.1"
 
@@ -31,6 +33,7 @@ class Task:
   env: dict = dataclasses.field(default_factory=dict)
   server: bool = False  # runs until stopped (ps, or a PSS worker)
   expendable: bool = False  # its failure is reported but does not end the job
+  gpus: Optional[int] = None  # GPUs it computes on (harness.gpu_split); None: env as is
 
   @property
   def name(self):
@@ -140,6 +143,7 @@ def run(tasks, chief, timeout=None, grace=5.0, echo=True):
   With echo=False the tasks' output is kept back and only its last lines are printed, if the
   job fails (for callers whose own output is the point, such as `python -m equivalence`).
   """
+  gpu_split.assign(tasks, gpu_split.machine_gpus())  # each task its own GPUs, before any starts
   interrupted = []
   previous = {s: signal.signal(s, lambda n, _: interrupted.append(n))
               for s in (signal.SIGINT, signal.SIGTERM)}

@@ -9,7 +9,9 @@ With --ps=M > 0 it is a ParameterServerStrategy job: a chief (the coordinator, w
 loop and writes checkpoints and summaries), N workers and M ps tasks that serve until the
 chief is done. A PSS worker that dies does not end the job: the coordinator carries on.
 Each log line is prefixed with its task; Ctrl-C stops every task; the exit status is the
-job's. On real machines, run the same command line on each host with its own TF_CONFIG
+job's. On a machine with GPUs each worker sees only its own --num_gpus of them
+(CUDA_VISIBLE_DEVICES), the ps tasks and the coordinator none (harness.gpu_split).
+On real machines, run the same command line on each host with its own TF_CONFIG
 (see BUILD.md).
 """
 
@@ -20,6 +22,7 @@ from absl import flags
 from cifar10.errors import UsageError
 from harness import cli
 from harness import cluster
+from harness import gpu_split
 from harness import launcher
 
 
@@ -34,18 +37,22 @@ def define_flags(fv):
 def main(values, train_args):
   if values.workers < 1 or values.ps < 0 or values.timeout_secs < 0:
     raise UsageError("--workers must be >= 1, --ps and --timeout_secs >= 0")
+  per_worker = gpu_split.flag_value(train_args, "num_gpus", 1)
   if values.ps:
     spec = launcher.cluster(chief=1, worker=values.workers, ps=values.ps)
     argv = [sys.executable, "-m", "strategies.train", "--strategy=parameter_server", *train_args]
+    # GPUs: each worker its --num_gpus; the ps tasks and the coordinator none.
     tasks = [launcher.Task(job, i, argv, env={"TF_CONFIG": cluster.to_json(spec, job, i)},
-                           server=job != "chief", expendable=job == "worker")
+                           server=job != "chief", expendable=job == "worker",
+                           gpus=per_worker if job == "worker" else 0)
              for job in ("ps", "worker", "chief") for i in range(len(spec[job]))]
     chief = "chief:0"
   else:
     spec = launcher.cluster(worker=values.workers)
     tasks = [launcher.Task("worker", i, [sys.executable, "-m", "strategies.train",
                                          "--strategy=multi_worker_mirrored", *train_args],
-                           env={"TF_CONFIG": cluster.to_json(spec, "worker", i)})
+                           env={"TF_CONFIG": cluster.to_json(spec, "worker", i)},
+                           gpus=per_worker)
              for i in range(values.workers)]
     chief = "worker:0"
   status = launcher.run(tasks, chief=chief, timeout=values.timeout_secs or None)

@@ -73,3 +73,21 @@ def test_the_input_benchmark_times_the_stream_on_one_core():
   threads, rate, per_core, cores = result.stdout.strip().splitlines()[-1].split()
   assert int(threads) == 1 and float(rate) == float(per_core) > 0
   assert float(cores) == pytest.approx(1000 / float(per_core), abs=0.06)
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_the_keras_peer_runs_lrn_in_float32_under_mixed_precision(policy):
+  # Before: LRN in the compute dtype, which has no bfloat16 kernel on any device (and runs
+  # float16 on the CPU of a GPU machine, silently).
+  import keras  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from benchmarks import keras_peer  # pylint: disable=g-import-not-at-top
+  previous = keras.mixed_precision.global_policy()
+  keras.mixed_precision.set_global_policy(policy)
+  try:
+    net = keras_peer.build(tf.distribute.OneDeviceStrategy("/cpu:0"))
+    logits = net(np.zeros([2, 24, 24, 3], np.float32))
+  finally:
+    keras.mixed_precision.set_global_policy(previous)
+  assert logits.shape == (2, 10) and np.all(np.isfinite(np.asarray(logits, np.float32)))

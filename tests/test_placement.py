@@ -124,6 +124,12 @@ class _FakeTF:
                  "set_soft_device_placement"):
       monkeypatch.setattr(cfg, name, self._recorder(name))
     monkeypatch.setattr(cfg.experimental, "set_memory_growth", self._recorder("growth"))
+    # The bit contract's settings (harness.determinism), recorded: for real, op determinism
+    # would stay on in this process and refuse later tests' unseeded ops.
+    monkeypatch.setattr(cfg.experimental, "enable_op_determinism",
+                        self._recorder("op_determinism"))
+    monkeypatch.setattr(cfg.experimental, "enable_tensor_float_32_execution",
+                        self._recorder("tf32"))
     monkeypatch.setattr(tf.debugging, "set_log_device_placement", self._recorder("log"))
     for name in ("set_intra_op_parallelism_threads", "set_inter_op_parallelism_threads"):
       monkeypatch.setattr(cfg.threading, name, self._recorder(name))
@@ -154,6 +160,7 @@ def test_tf2_memory_settings_reach_every_visible_gpu(monkeypatch):
   assert limits == [(g0, [8000]), (g2, [8000])]
   assert fake.of("growth") == []
   assert fake.of("set_soft_device_placement") == [(True,)]
+  assert fake.of("op_determinism") == [()] and fake.of("tf32") == [(False,)]  # --deterministic
 
   fake.calls.clear()
   tf2_devices.setup(config.DeviceConfig(num_gpus=2, allow_growth=True, memory_limit_mb=3000))
