@@ -21,10 +21,10 @@ ops in the same process (the original tutorial's initialisers, which the tests r
 trainers) and XLA's max-pool gradient (`--jit_compile`).
 """
 
-import tensorflow as tf
 
 
 def _gpus():
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top  # binaries parse flags first
   return tf.config.list_physical_devices("GPU")
 
 
@@ -34,6 +34,7 @@ def apply(deterministic=True):
   process). Without GPUs: nothing (see the module docstring)."""
   if not _gpus():
     return
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if deterministic:
     tf.config.experimental.enable_op_determinism()
   tf.config.experimental.enable_tensor_float_32_execution(not deterministic)
@@ -41,6 +42,7 @@ def apply(deterministic=True):
 
 def applied():
   """Whether this process runs under the contract's settings."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tensorflow.python.framework import config as tf_config  # pylint: disable=g-direct-tensorflow-import,g-import-not-at-top
   return (tf_config.is_op_determinism_enabled()
           and not tf.config.experimental.tensor_float_32_execution_enabled())

@@ -94,3 +94,24 @@ def test_the_quickstart_shows_two_lines_before_its_progress(tmp_path):
   first = next(i for i, line in enumerate(lines) if "examples/sec" in line)
   assert first <= 8, lines[:first]
   assert not [line for line in lines if "then broadcast to" in line]
+
+
+BINARIES = ["strategies.train", "compat_v1.train", "strategies.eval", "compat_v1.eval",
+            "strategies.launch", "compat_v1.launch", "equivalence.__main__",
+            "equivalence.checkpoints", "benchmarks.throughput", "benchmarks.input_pipeline",
+            "benchmarks.profile_ops", "examples.keras_fit", "examples.keras_two_outputs",
+            "examples.model_parallel"]
+
+
+def test_no_binary_imports_tensorflow_before_its_flags_are_parsed():
+  # harness.cli quiets TensorFlow's first screen before main imports it, and a bad flag is
+  # answered before TensorFlow's seconds of import. Before: strategies.train imported it at
+  # module level (through harness.determinism), and its first screen came back.
+  code = ("import importlib, sys\n"
+          "for name in sys.argv[1:]:\n"
+          "  importlib.import_module(name)\n"
+          "print(sorted(m for m in sys.modules if m.split('.')[0] == 'tensorflow')[:1])")
+  result = subprocess.run([sys.executable, "-c", code, *BINARIES], capture_output=True,
+                          text=True, env=helpers.env(), timeout=120, check=True,
+                          cwd=helpers.REPO)
+  assert result.stdout == "[]\n", result.stdout
