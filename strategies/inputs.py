@@ -10,19 +10,26 @@ import tensorflow as tf
 from cifar10 import input_pipeline
 
 
-def distributed_input(config, strategy, source, start):
-  """An iterator of distributed global batches of the shared stream, from step `start`."""
+def distributed_input(config, strategy, source, start, per_replica=None):
+  """An iterator of distributed global batches of the shared stream, from step `start`.
+
+  per_replica: one pipeline per replica (the default for replicas on this host's CPUs), or
+  TensorFlow's default of one pipeline whose batches are split and prefetched onto the
+  replicas' devices (what GPU replicas get); None decides by the devices. Both give each
+  replica the same rows (tests drive the GPU branch on CPU devices)."""
   n = strategy.num_replicas_in_sync
   replica_devices = strategy.extended.worker_devices
   workers = n // len(replica_devices)
+  if per_replica is None:
+    per_replica = (workers == 1 and isinstance(strategy, tf.distribute.MirroredStrategy)
+                   and all("CPU" in d.upper() for d in replica_devices))
 
   def per_pipeline(ctx):  # each pipeline makes only its rows of the global batch
     return input_pipeline.train_dataset(
         source, seed=config.seed, global_batch_size=config.global_batch_size(n),
         start_step=start, shard=(ctx.input_pipeline_id, ctx.num_input_pipelines))
 
-  if (workers == 1 and isinstance(strategy, tf.distribute.MirroredStrategy)
-      and all("CPU" in d.upper() for d in replica_devices)):
+  if per_replica:
     # Replicas on this host's CPUs: one pipeline per replica, each making its rows of the
     # global batch, read where it is made (MirroredStrategy only has this mode). The default
     # (one pipeline, its batches split and sent through a MultiDeviceIterator) costs a copy

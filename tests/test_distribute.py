@@ -37,14 +37,18 @@ def _mirrored_gradients(n, images, labels, seed):
 
 
 @pytest.mark.parametrize("n", [2, 4])
-def test_each_replica_gets_its_contiguous_slice_of_the_global_batch(n):
-  # The loop's input (one pipeline per CPU replica), from a resumed step on: replica r's
-  # batch is rows [r*B/n, (r+1)*B/n) of the one-machine global batch of that step.
+@pytest.mark.parametrize("branch", ["cpu", "gpu"])
+def test_each_replica_gets_its_contiguous_slice_of_the_global_batch(n, branch):
+  # The loop's input from a resumed step on: replica r's batch is rows [r*B/n, (r+1)*B/n) of
+  # the one-machine global batch of that step. Both branches: one pipeline per CPU replica,
+  # and the one GPU replicas get (one pipeline, split and prefetched onto the devices),
+  # driven here on CPU devices.
   cfg = config.TrainConfig(train_dir="unused", dataset="synthetic", seed=9,
                            batch_size=GLOBAL_BATCH // n)
   strategy = tf2_devices.get_strategy("mirrored", _devices(n))
   source = sources.synthetic_source(9)
-  iterator = inputs.distributed_input(cfg, strategy, source, start=3)
+  iterator = inputs.distributed_input(cfg, strategy, source, start=3,
+                                      per_replica=branch == "cpu")
   stream = iter(ip.train_dataset(source, seed=9, global_batch_size=GLOBAL_BATCH, start_step=3))
   per = GLOBAL_BATCH // n
   for _ in range(2):
@@ -86,3 +90,24 @@ def test_a_stop_request_reaches_every_replica_through_the_step_all_reduce():
            for request in (False, True, False)]
   assert flags == [False, True, False]
   assert int(trainer.global_step.numpy()) == 3  # the requesting step itself is completed
+
+
+def test_the_gpu_input_branch_trains_the_same_bits(tmp_path, monkeypatch):
+  # The TF2 loop with the input GPU replicas get (experimental_distribute_dataset, prefetched
+  # onto the devices), driven on two CPU replicas, against the CPU branch it takes here.
+  import functools  # pylint: disable=g-import-not-at-top
+  from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top
+  from strategies import loop  # pylint: disable=g-import-not-at-top
+  from tests import helpers  # pylint: disable=g-import-not-at-top
+  states = []
+  for branch in ("cpu", "gpu"):
+    monkeypatch.setattr(loop, "distributed_input", functools.partial(
+        inputs.distributed_input, per_replica=branch == "cpu"))
+    run = config.TrainConfig(train_dir=str(tmp_path / branch), dataset="synthetic", seed=4,
+                             batch_size=4, max_steps=3)
+    assert helpers.train_tf2(run, devices=("/cpu:0", "/cpu:1"), strategy="mirrored") == 3
+    states.append(checkpoints.read(str(tmp_path / branch)))
+  for key in states[0].weights:
+    np.testing.assert_array_equal(states[0].weights[key], states[1].weights[key], err_msg=key)
+    np.testing.assert_array_equal(states[0].averages[key], states[1].averages[key],
+                                  err_msg=key)
