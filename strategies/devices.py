@@ -106,7 +106,11 @@ def _cross_device_ops(all_reduce, devices):
     return tf.distribute.HierarchicalCopyAllReduce()
   if all_reduce == "reduce_to_one_device" or on_cpu:
     return tf.distribute.ReductionToOneDevice(devices[0])
-  return None  # auto on GPUs: MirroredStrategy's own choice (NCCL where it can)
+  # auto on GPUs: NCCL, named rather than left to MirroredStrategy, which falls back to
+  # reduce-to-one-device (with a warning only) whenever fewer GPUs are visible than the
+  # machine has (--visible_gpus, --num_gpus below the count): its test for GPUs split into
+  # virtual devices, which this project never makes.
+  return tf.distribute.NcclAllReduce()
 
 
 def get_strategy(name, devices, peer_timeout_secs=None, partition_min_bytes=0,
