@@ -1,7 +1,8 @@
 """The device plan both trainers follow: which devices a DeviceConfig asks for.
 
 Pure decisions, tested without GPUs: `visible_gpu_indices` (--visible_gpus, --cpu_only),
-`plan` (`/gpu:0..N-1`, or on a machine without GPUs `/cpu:0..N-1`, N logical CPU devices) and
+`plan` (`/gpu:0..N-1`, or on a machine without GPUs `/cpu:0..N-1`, N logical CPU devices),
+`gpu_plan` (which GPUs the run uses: the first N visible, the rest hidden) and
 `memory_limit_mb` (either form of the memory cap; harness.gpu_memory asks nvidia-smi for the
 total a fraction needs). strategies.devices applies the plan with
 tf.config, compat_v1.devices writes it into a ConfigProto.
@@ -43,6 +44,16 @@ def plan(config, num_visible_gpus):
     raise UsageError(f"--num_gpus={config.num_gpus} but only {num_visible_gpus} GPU(s) are "
                      "visible; lower --num_gpus or check CUDA_VISIBLE_DEVICES/--visible_gpus")
   return "GPU", [f"/gpu:{i}" for i in range(config.num_gpus)]
+
+
+def gpu_plan(config, num_physical_gpus):
+  """(kind, replica device names, the physical GPU indices the run uses): the first
+  --num_gpus of the visible GPUs. The others are hidden from the run, so that it maps memory
+  only on its own GPUs and a multi-worker resolver counts only them as replicas (it takes
+  every visible GPU)."""
+  visible = visible_gpu_indices(config, num_physical_gpus)
+  kind, names = plan(config, len(visible))
+  return kind, names, (visible[:config.num_gpus] if kind == "GPU" else [])
 
 
 def memory_limit_mb(config, total_memory_mb):

@@ -17,8 +17,7 @@ from harness import determinism
 def setup(config):
   """(tower device names, ConfigProto) for `config`; logs one line when towers go to CPUs."""
   determinism.apply(config.deterministic)  # process-wide: a Session's kernels follow it too
-  gpus = devices.visible_gpu_indices(config, len(tf.config.list_physical_devices("GPU")))
-  kind, names = devices.plan(config, len(gpus))
+  kind, names, gpus = devices.gpu_plan(config, len(tf.config.list_physical_devices("GPU")))
   proto = tf.compat.v1.ConfigProto(
       allow_soft_placement=config.soft_placement,
       log_device_placement=config.log_device_placement,

@@ -51,10 +51,10 @@ def setup(config):
   """
   try:
     physical = tf.config.list_physical_devices("GPU")
-    gpus = [physical[i] for i in devices.visible_gpu_indices(config, len(physical))]
+    kind, names, used = devices.gpu_plan(config, len(physical))
+    gpus = [physical[i] for i in used]  # --num_gpus of them; the others stay hidden
     if gpus != tf.config.get_visible_devices("GPU"):
       tf.config.set_visible_devices(gpus, "GPU")
-    kind, names = devices.plan(config, len(gpus))
     limit = None
     if gpus and (config.memory_fraction or config.memory_limit_mb):
       total = gpu_memory.total_gpu_memory_mb() if config.memory_fraction is not None else None

@@ -163,9 +163,12 @@ def test_tf2_memory_settings_reach_every_visible_gpu(monkeypatch):
   assert fake.of("op_determinism") == [()] and fake.of("tf32") == [(False,)]  # --deterministic
 
   fake.calls.clear()
+  # --num_gpus=2 of 3: the third stays hidden (before: all 3 visible and set up, so the run
+  # mapped memory on a GPU it never used, and a multi-worker resolver counted 3 replicas).
   tf2_devices.setup(config.DeviceConfig(num_gpus=2, allow_growth=True, memory_limit_mb=3000))
-  assert fake.of("growth") == [(g, True) for g in fake.gpus]
-  assert [gpu for gpu, _ in fake.of("set_logical_device_configuration")] == fake.gpus
+  assert fake.of("set_visible_devices") == [([g0, fake.gpus[1]], "GPU")]
+  assert fake.of("growth") == [(g, True) for g in fake.gpus[:2]]
+  assert [gpu for gpu, _ in fake.of("set_logical_device_configuration")] == fake.gpus[:2]
 
 
 def test_v1_memory_settings_reach_every_visible_gpu(monkeypatch):
@@ -179,3 +182,6 @@ def test_v1_memory_settings_reach_every_visible_gpu(monkeypatch):
   _, proto = v1_devices.setup(config.DeviceConfig(num_gpus=3, memory_limit_mb=3000))
   assert [list(d.memory_limit_mb) for d in proto.gpu_options.experimental.virtual_devices] == [
       [3000], [3000], [3000]]
+  _, proto = v1_devices.setup(config.DeviceConfig(num_gpus=1, memory_limit_mb=3000))
+  assert proto.gpu_options.visible_device_list == "0"  # before: "0,1,2"
+  assert len(proto.gpu_options.experimental.virtual_devices) == 1
