@@ -219,6 +219,9 @@ class EvalConfig:
   # answer before the evaluator gives up (a killed chief writes no more checkpoints)
   chief: Optional[str] = None
   chief_timeout_secs: int = 300
+  # the one device it scores on (num_gpus 1): --visible_gpus, --cpu_only, the memory flags,
+  # so that evaluating beside a training run (as the original did) takes only its own GPU
+  devices: DeviceConfig = dataclasses.field(default_factory=DeviceConfig)
 
   def __post_init__(self):
     if self.eval_data not in ("test", "train_eval"):

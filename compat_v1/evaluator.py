@@ -16,9 +16,9 @@ from cifar10 import checkpoints
 from cifar10 import input_pipeline as ip
 from cifar10 import model
 from cifar10.hparams import DEFAULT
+from compat_v1 import devices
 from compat_v1 import inputs
 from compat_v1 import restore
-from harness import determinism
 from harness import ownership
 from harness import polling
 from harness import progress
@@ -31,6 +31,8 @@ class Evaluator:
 
   def __init__(self, config):
     self.config = config
+    # Its one device and the bit contract's settings (a Session's ConfigProto, as TF1 did).
+    _, self.session_config = devices.setup(config.devices)
     split = "test" if config.eval_data == "test" else "train"
     arrays = inputs.load(config, split)
     self.graph = tf.Graph()
@@ -67,7 +69,7 @@ class Evaluator:
 
   def evaluate(self, path):
     """Returns (precision @ 1, global step) of checkpoint `path` and writes the summary."""
-    with v1.Session(graph=self.graph) as sess:
+    with v1.Session(graph=self.graph, config=self.session_config) as sess:
       step = self.loader.load(sess, path).global_step
       sess.run(self.iterator.initializer, self.feed)
       correct = count = 0
@@ -85,7 +87,6 @@ class Evaluator:
 
 def run(config):
   """Evaluates the newest checkpoint once, or each new one every eval_interval_secs."""
-  determinism.apply()  # the bit contract's settings: evaluators have no device flags
   ownership.usable_eval_dir(config)
   with contextlib.closing(Evaluator(config)) as scorer:
     return polling.evaluate_each(scorer.evaluate, config)

@@ -34,11 +34,13 @@ def define_data_flags(fv):
                        "augmentation.", flag_values=fv)
 
 
-def define_device_flags(fv):
-  """The TF1 ConfigProto/GPUOptions settings, as flags (see cifar10.devices)."""
+def define_device_flags(fv, replicas=True):
+  """The TF1 ConfigProto/GPUOptions settings, as flags (see cifar10.devices); without
+  `replicas` (the evaluators, on one device) no --num_gpus."""
   d = lambda name: _default(config.DeviceConfig, name)
-  flags.DEFINE_integer("num_gpus", d("num_gpus"), "How many GPUs (replicas) to use; without "
-                       "GPUs, that many logical CPU devices.", flag_values=fv)
+  if replicas:
+    flags.DEFINE_integer("num_gpus", d("num_gpus"), "How many GPUs (replicas) to use; "
+                         "without GPUs, that many logical CPU devices.", flag_values=fv)
   flags.DEFINE_bool("cpu_only", d("cpu_only"), "Hide all GPUs (ConfigProto "
                     "device_count={'GPU': 0}).", flag_values=fv)
   flags.DEFINE_string("visible_gpus", d("visible_gpus"), "Comma-separated GPU indices to use "
@@ -194,6 +196,7 @@ def define_eval_flags(fv):
   """The flags of the original cifar10_eval.py, plus the data flags."""
   e = lambda name: _default(config.EvalConfig, name)
   define_data_flags(fv)
+  define_device_flags(fv, replicas=False)
   flags.DEFINE_string("eval_dir", "", "Where the eval summaries go; default: "
                       "<checkpoint_dir>/eval, beside the training run's, so `tensorboard "
                       "--logdir=<train_dir>` shows precision next to the loss.", flag_values=fv)
@@ -216,7 +219,8 @@ def eval_config(values):
       eval_data=values.eval_data, num_examples=values.num_examples,
       batch_size=values.batch_size, run_once=values.run_once,
       eval_interval_secs=values.eval_interval_secs, dataset=values.dataset,
-      data_dir=values.data_dir, download=values.download, seed=values.seed)
+      data_dir=values.data_dir, download=values.download, seed=values.seed,
+      devices=device_config(values, num_gpus=1))
 
 
 # How often a cluster's evaluator task looks for the chief's next checkpoint.
@@ -238,12 +242,15 @@ def evaluator_config(values, train, task):
       seed=train.seed, last_step=train.max_steps,
       chief=(task.training_cluster.get("chief") or task.training_cluster.get("worker")
              or [None])[0],
-      chief_timeout_secs=peer_timeout_secs(values))
+      chief_timeout_secs=peer_timeout_secs(values),
+      devices=device_config(values, num_gpus=1))  # the task's own GPU flags, one device
 
 
-def device_config(values):
+def device_config(values, num_gpus=None):
+  """The DeviceConfig of define_device_flags' values (num_gpus: instead of --num_gpus)."""
   return config.DeviceConfig(
-      num_gpus=values.num_gpus, cpu_only=values.cpu_only, visible_gpus=values.visible_gpus,
+      num_gpus=num_gpus or values.num_gpus, cpu_only=values.cpu_only,
+      visible_gpus=values.visible_gpus,
       allow_growth=values.allow_growth, memory_fraction=values.per_process_gpu_memory_fraction,
       memory_limit_mb=values.gpu_memory_limit_mb,
       log_device_placement=values.log_device_placement,

@@ -185,3 +185,35 @@ def test_v1_memory_settings_reach_every_visible_gpu(monkeypatch):
   _, proto = v1_devices.setup(config.DeviceConfig(num_gpus=1, memory_limit_mb=3000))
   assert proto.gpu_options.visible_device_list == "0"  # before: "0,1,2"
   assert len(proto.gpu_options.experimental.virtual_devices) == 1
+
+
+class _Stop(Exception):
+  pass
+
+
+@pytest.mark.parametrize("evaluator", ["strategies", "compat_v1"])
+def test_the_evaluators_take_their_device_flags_and_one_device(evaluator, tmp_path,
+                                                                monkeypatch):
+  # Before: no device flags, so an evaluator beside a training run (as the original ran it)
+  # mapped memory on every GPU of the machine, the trainer's included.
+  import importlib  # pylint: disable=g-import-not-at-top
+  module = importlib.import_module(f"{evaluator}.evaluator")
+  asked = []
+
+  def setup(device_config):
+    asked.append(device_config)
+    raise _Stop
+  monkeypatch.setattr(module.devices, "setup", setup)
+  with pytest.raises(_Stop):
+    helpers.call(f"{evaluator}.eval", "--dataset=synthetic", f"--checkpoint_dir={tmp_path}",
+                 "--run_once", "--visible_gpus=2", "--allow_growth",
+                 "--gpu_memory_limit_mb=2000")
+  assert asked == [config.DeviceConfig(num_gpus=1, visible_gpus="2", allow_growth=True,
+                                       memory_limit_mb=2000)]
+
+
+def test_an_evaluator_on_gpu_2_of_3_sees_only_gpu_2(monkeypatch):
+  fake = _FakeTF(monkeypatch, gpus=3)
+  tf2_devices.setup(config.DeviceConfig(num_gpus=1, visible_gpus="2", allow_growth=True))
+  assert fake.of("set_visible_devices") == [([fake.gpus[2]], "GPU")]
+  assert fake.of("growth") == [(fake.gpus[2], True)]
