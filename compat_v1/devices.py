@@ -4,20 +4,25 @@
 to the loop, which opens its Session with that config. Where the TF2 trainer calls tf.config
 (strategies.devices), a TF1 program put every setting in one ConfigProto. Without GPUs,
 `device_count={'CPU': N}` gives the Session N CPU devices for N towers. Which devices to use
-is the shared plan (cifar10.devices).
+is the shared plan (cifar10.devices); the process's eager runtime, which TensorFlow 2 starts
+for tf.data's functions even here, gets the same GPUs and memory settings (harness.gpu_runtime).
 """
 
 from absl import logging
 import tensorflow as tf
 
-from cifar10 import devices
+from cifar10.errors import UsageError
 from harness import determinism
+from harness import gpu_runtime
 
 
 def setup(config):
   """(tower device names, ConfigProto) for `config`; logs one line when towers go to CPUs."""
   determinism.apply(config.deterministic)  # process-wide: a Session's kernels follow it too
-  kind, names, gpus = devices.gpu_plan(config, len(tf.config.list_physical_devices("GPU")))
+  try:  # the same GPUs for the eager runtime that tf.data's functions start (see gpu_runtime)
+    kind, names, gpus = gpu_runtime.configure(config)
+  except RuntimeError as e:
+    raise UsageError(f"devices must be configured before TensorFlow starts: {e}") from None
   proto = tf.compat.v1.ConfigProto(
       allow_soft_placement=config.soft_placement,
       log_device_placement=config.log_device_placement,

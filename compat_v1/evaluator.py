@@ -32,10 +32,20 @@ class Evaluator:
   def __init__(self, config):
     self.config = config
     # Its one device and the bit contract's settings (a Session's ConfigProto, as TF1 did).
-    _, self.session_config = devices.setup(config.devices)
+    _, session_config = devices.setup(config.devices)
+    self.graph = tf.Graph()
+    # Opened first and kept: its ConfigProto makes the devices before tfds's reads and the
+    # input's tf.data functions start TensorFlow 2's eager runtime (harness.gpu_runtime).
+    self.sess = v1.Session(graph=self.graph, config=session_config)
+    try:
+      self._build(config)
+    except BaseException:
+      self.sess.close()
+      raise
+
+  def _build(self, config):
     split = "test" if config.eval_data == "test" else "train"
     arrays = inputs.load(config, split)
-    self.graph = tf.Graph()
     with self.graph.as_default():
       source, feed = inputs.graph_source(arrays, config.seed, split)
       dataset = ip.eval_dataset(source, batch_size=config.batch_size,
@@ -64,23 +74,25 @@ class Evaluator:
     self.graph.finalize()
 
   def close(self):
-    """Closes the summary writer (an open v1 FileWriter keeps a thread running)."""
+    """Closes the summary writer (an open v1 FileWriter keeps a thread running) and the
+    Session."""
     self.writer.close()
+    self.sess.close()
 
   def evaluate(self, path):
     """Returns (precision @ 1, global step) of checkpoint `path` and writes the summary."""
-    with v1.Session(graph=self.graph, config=self.session_config) as sess:
-      step = self.loader.load(sess, path).global_step
-      sess.run(self.iterator.initializer, self.feed)
-      correct = count = 0
-      while True:  # until the dataset ends: each example of the split once
-        try:
-          c, n = sess.run(self.counts)
-        except tf.errors.OutOfRangeError:
-          break
-        correct, count = correct + int(c), count + int(n)
-      precision = progress.log_precision(correct, count, step, path)
-      self.writer.add_summary(sess.run(self.summary, {self.summary_value: precision}), step)
+    sess = self.sess  # every variable is assigned, the iterator re-initialised, per checkpoint
+    step = self.loader.load(sess, path).global_step
+    sess.run(self.iterator.initializer, self.feed)
+    correct = count = 0
+    while True:  # until the dataset ends: each example of the split once
+      try:
+        c, n = sess.run(self.counts)
+      except tf.errors.OutOfRangeError:
+        break
+      correct, count = correct + int(c), count + int(n)
+    precision = progress.log_precision(correct, count, step, path)
+    self.writer.add_summary(sess.run(self.summary, {self.summary_value: precision}), step)
     self.writer.flush()
     return precision, step
 

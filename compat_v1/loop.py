@@ -45,13 +45,12 @@ class Built:
 
 # ---------------------------------------------------------------------------- Graph
 
-def build(config, devices, start, arrays):
-  """The tower graph of `config` on `devices`, its input starting at step `start`.
+def build(config, devices, start, arrays, graph):
+  """The tower graph of `config` on `devices` in `graph`, its input starting at step `start`.
 
   arrays: (images, labels) numpy arrays of the training split, or None for synthetic data.
   """
   n = len(devices)
-  graph = tf.Graph()
   with graph.as_default():
     images, labels, input_init, feed = inputs.train_batch(
         arrays, seed=config.seed, global_batch_size=config.global_batch_size(n),
@@ -98,12 +97,15 @@ class Backend:
 
   def start(self, step):
     config, n = self.config, len(self.devices)
+    graph = tf.Graph()
+    # The Session first, so that its ConfigProto makes the devices, as in TF1: tfds's reads
+    # and the input's tf.data functions start TensorFlow 2's eager runtime (gpu_runtime).
+    self.sess = v1.Session(graph=graph, config=self.session_config)
     arrays = self.dataset if self.dataset is not None else inputs.load(config, "train")
-    self.built = b = build(config, self.devices, step, arrays)
+    self.built = b = build(config, self.devices, step, arrays, graph)
     logging.info("Training %s on %d tower(s) %s, global batch %d, decay every %d steps",
                  config.dataset, n, self.devices, config.global_batch_size(n),
                  config.steps_between_decays(n))
-    self.sess = v1.Session(graph=b.graph, config=self.session_config)
     self.sess.run([b.input_init, b.local_init], b.feed)
     path, values, _ = self.begin
     with b.graph.as_default():  # what Saver needs outside a `with Session` block

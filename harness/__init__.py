@@ -18,5 +18,6 @@
   quiet       TensorFlow's import-time noise kept off the first screen
   watchdog    bounded waits for peers that TensorFlow would wait for forever
   gpu_memory  the total memory of each GPU, as nvidia-smi reports it
+  gpu_runtime the run's GPUs and memory settings in TensorFlow's eager runtime (tf.config)
   determinism the bit contract's runtime settings (op determinism, no TensorFloat-32)
 """

@@ -19,14 +19,15 @@ the shared plan (cifar10.devices), which compat_v1.devices turns into a ConfigPr
 created before any other op runs in the process.
 """
 
+import dataclasses
+
 from absl import logging
 import tensorflow as tf
 
-from cifar10 import devices
 from cifar10.errors import UsageError
 from harness import cluster
 from harness import determinism
-from harness import gpu_memory
+from harness import gpu_runtime
 from harness import watchdog
 
 STRATEGIES = ("mirrored", "one_device", "multi_worker_mirrored", "parameter_server")
@@ -50,15 +51,7 @@ def setup(config):
   (N logical CPU devices: at least N already there).
   """
   try:
-    physical = tf.config.list_physical_devices("GPU")
-    kind, names, used = devices.gpu_plan(config, len(physical))
-    gpus = [physical[i] for i in used]  # --num_gpus of them; the others stay hidden
-    if gpus != tf.config.get_visible_devices("GPU"):
-      tf.config.set_visible_devices(gpus, "GPU")
-    limit = None
-    if gpus and (config.memory_fraction or config.memory_limit_mb):
-      total = gpu_memory.total_gpu_memory_mb() if config.memory_fraction is not None else None
-      limit = devices.memory_limit_mb(config, total)
+    kind, names, _ = gpu_runtime.configure(config)
     if kind == "CPU" and config.num_gpus > 1:
       cpu = tf.config.list_physical_devices("CPU")[0]
       if len(tf.config.get_logical_device_configuration(cpu) or ()) < config.num_gpus:
@@ -66,12 +59,6 @@ def setup(config):
             cpu, [tf.config.LogicalDeviceConfiguration()] * config.num_gpus)
       logging.info("No GPU in use: running %d replicas on %d logical CPU devices (%s)",
                    config.num_gpus, config.num_gpus, ", ".join(names))
-    for gpu in gpus:
-      if config.allow_growth:
-        tf.config.experimental.set_memory_growth(gpu, True)
-      if limit is not None:
-        tf.config.set_logical_device_configuration(
-            gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=limit)])
     determinism.apply(config.deterministic)
     tf.config.set_soft_device_placement(config.soft_placement)
     tf.debugging.set_log_device_placement(config.log_device_placement)
@@ -180,9 +167,28 @@ def get_strategy(name, devices, peer_timeout_secs=None, partition_min_bytes=0,
   raise UsageError(f"unknown --strategy {name!r}; choose from {', '.join(STRATEGIES)}")
 
 
+def parameter_server_devices(config, task_type):
+  """The DeviceConfig a task of a parameter-server job applies, from the run's `config`.
+
+  A worker computes one replica: its first visible GPU (or its CPU), so --num_gpus must be 1
+  (ParameterServerStrategy counts every GPU a worker's server exposes as a replica, while the
+  loop feeds and scales one per worker). The ps tasks hold the variables on their CPUs (the
+  strategy puts them on `/job:ps/task:i/device:CPU:0`) and the chief only schedules: both
+  hide their GPUs, which TensorFlow would otherwise map whole at the server's start.
+  """
+  if config.num_gpus != 1:
+    raise UsageError(f"--strategy=parameter_server runs one replica per worker, but "
+                     f"--num_gpus={config.num_gpus}; use --num_gpus=1 and more workers")
+  if task_type == "worker":
+    return config
+  return dataclasses.replace(config, cpu_only=True, visible_gpus=None, memory_fraction=None,
+                             memory_limit_mb=None)
+
+
 def serve():
   """A ParameterServerStrategy worker or ps task: serve until stopped (TF_CONFIG's task).
-  Started by the entry point instead of a loop; the chief's loop schedules work on it."""
+  Started by the entry point instead of a loop, after `setup(parameter_server_devices(..))`;
+  the chief's loop schedules work on it."""
   resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
   server = tf.distribute.Server(resolver.cluster_spec(), job_name=resolver.task_type,
                                 task_index=resolver.task_id, protocol="grpc", start=True)

@@ -24,10 +24,8 @@ def distributed_input(config, strategy, source, start, per_replica=None):
     per_replica = (workers == 1 and isinstance(strategy, tf.distribute.MirroredStrategy)
                    and all("CPU" in d.upper() for d in replica_devices))
 
-  def per_pipeline(ctx):  # each pipeline makes only its rows of the global batch
-    return input_pipeline.train_dataset(
-        source, seed=config.seed, global_batch_size=config.global_batch_size(n),
-        start_step=start, shard=(ctx.input_pipeline_id, ctx.num_input_pipelines))
+  def per_pipeline(ctx):
+    return pipeline_dataset(config, source, start, ctx)
 
   if per_replica:
     # Replicas on this host's CPUs: one pipeline per replica, each making its rows of the
@@ -45,3 +43,24 @@ def distributed_input(config, strategy, source, start, per_replica=None):
                                            start_step=start)
     return iter(strategy.experimental_distribute_dataset(dataset))
   return iter(strategy.distribute_datasets_from_function(per_pipeline))  # one per worker
+
+
+def pipeline_dataset(config, source, start, ctx):
+  """The batches of input pipeline `ctx.input_pipeline_id` of `ctx.num_input_pipelines`:
+  its rows of each global batch, cut into one batch per replica it feeds.
+
+  A pipeline per replica yields that replica's rows. A pipeline per worker of k replicas
+  (distribute_datasets_from_function's default) must yield per-replica batches too: the
+  strategy hands its consecutive elements to the worker's replicas in turn, so a worker-sized
+  element would give each replica k x the batch (and k x the effective learning rate). Its
+  rows, w*k*B .. (w+1)*k*B of a global batch, are cut into k batches of B, replica j of
+  worker w getting rows (w*k + j)*B .., as tower w*k + j of one machine would.
+  """
+  n = ctx.num_replicas_in_sync
+  dataset = input_pipeline.train_dataset(
+      source, seed=config.seed, global_batch_size=config.global_batch_size(n),
+      start_step=start, shard=(ctx.input_pipeline_id, ctx.num_input_pipelines))
+  replicas_per_pipeline = n // ctx.num_input_pipelines
+  if replicas_per_pipeline > 1:
+    dataset = dataset.rebatch(config.batch_size, drop_remainder=True)
+  return dataset

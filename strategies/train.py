@@ -86,9 +86,12 @@ def main(values):
     devices.check_cluster(values.strategy, task.training_cluster)
     cluster.drop_evaluator_from_environment(task)
     cluster.check_port(task)
-    if values.strategy == "parameter_server" and task.type in ("worker", "ps"):
-      devices.serve()  # workers and ps tasks only serve; the chief runs the loop
-      return
+    if values.strategy == "parameter_server":
+      device_config = devices.parameter_server_devices(device_config, task.type)
+      if task.type in ("worker", "ps"):
+        devices.setup(device_config)
+        devices.serve()  # workers and ps tasks only serve; the chief runs the loop
+        return
   strategy = devices.get_strategy(values.strategy, devices.setup(device_config),
                                   peer_timeout_secs, values.ps_partition_min_bytes,
                                   values.all_reduce)

@@ -111,3 +111,27 @@ def test_the_gpu_input_branch_trains_the_same_bits(tmp_path, monkeypatch):
     np.testing.assert_array_equal(states[0].weights[key], states[1].weights[key], err_msg=key)
     np.testing.assert_array_equal(states[0].averages[key], states[1].averages[key],
                                   err_msg=key)
+
+
+@pytest.mark.parametrize("worker", [0, 1])
+def test_a_worker_of_two_gpus_feeds_each_replica_its_own_batch(worker):
+  # multi_worker_mirrored, 2 workers x 2 GPUs: num_replicas_in_sync is 4 and each worker's
+  # pipeline feeds its 2 replicas in turn. Before: its elements were the worker's 2B rows,
+  # so each replica got a worker batch (2 x the batch and the effective learning rate).
+  batch = GLOBAL_BATCH // 4
+  cfg = config.TrainConfig(train_dir="unused", dataset="synthetic", seed=9, batch_size=batch)
+  source = sources.synthetic_source(9)
+  ctx = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=worker,
+                                   num_replicas_in_sync=4)
+  dataset = inputs.pipeline_dataset(cfg, source, 3, ctx)
+  assert dataset.element_spec[0].shape.as_list() == [batch, 24, 24, 3]
+  assert dataset.element_spec[1].shape.as_list() == [batch]
+  elements = iter(dataset)
+  stream = iter(ip.train_dataset(source, seed=9, global_batch_size=GLOBAL_BATCH, start_step=3))
+  for _ in range(2):
+    images, labels = next(stream)
+    for local in range(2):  # replica worker*2 + local takes tower worker*2 + local's rows
+      rows = slice((worker * 2 + local) * batch, (worker * 2 + local + 1) * batch)
+      x, y = next(elements)
+      np.testing.assert_array_equal(x.numpy(), images[rows].numpy())
+      np.testing.assert_array_equal(y.numpy(), labels[rows].numpy())

@@ -172,13 +172,22 @@ def test_tf2_memory_settings_reach_every_visible_gpu(monkeypatch):
 
 
 def test_v1_memory_settings_reach_every_visible_gpu(monkeypatch):
-  _FakeTF(monkeypatch, gpus=3)
+  fake = _FakeTF(monkeypatch, gpus=3)
   names, proto = v1_devices.setup(config.DeviceConfig(num_gpus=2, visible_gpus="0,2",
                                                    memory_fraction=0.5, allow_growth=True))
   assert names == ["/gpu:0", "/gpu:1"]
   assert proto.gpu_options.visible_device_list == "0,2"
   assert proto.gpu_options.per_process_gpu_memory_fraction == 0.5  # a fraction of each GPU
   assert proto.gpu_options.allow_growth
+  # The eager runtime that tf.data's functions start in the same process gets the same GPUs
+  # and settings (before: none, so it took all 3, mapped their memory, and its GPU:1 was
+  # physical GPU 1 where the Session's was GPU 2).
+  g0, _, g2 = fake.gpus
+  assert fake.of("set_visible_devices") == [([g0, g2], "GPU")]
+  assert fake.of("growth") == [(g0, True), (g2, True)]
+  assert [(gpu, [c.memory_limit for c in configs])
+          for gpu, configs in fake.of("set_logical_device_configuration")] == [
+              (g0, [8000]), (g2, [8000])]
   _, proto = v1_devices.setup(config.DeviceConfig(num_gpus=3, memory_limit_mb=3000))
   assert [list(d.memory_limit_mb) for d in proto.gpu_options.experimental.virtual_devices] == [
       [3000], [3000], [3000]]
@@ -217,3 +226,39 @@ def test_an_evaluator_on_gpu_2_of_3_sees_only_gpu_2(monkeypatch):
   tf2_devices.setup(config.DeviceConfig(num_gpus=1, visible_gpus="2", allow_growth=True))
   assert fake.of("set_visible_devices") == [([fake.gpus[2]], "GPU")]
   assert fake.of("growth") == [(fake.gpus[2], True)]
+
+
+@pytest.mark.parametrize("task_type", ["chief", "worker", "ps"])
+def test_a_parameter_server_task_sets_up_its_devices(task_type, monkeypatch):
+  # Before: the worker and ps tasks served without any device set-up, so on a GPU machine
+  # each took and mapped every GPU, and a worker's GPUs all became replicas.
+  import json  # pylint: disable=g-import-not-at-top
+  import socket  # pylint: disable=g-import-not-at-top
+  ports = []
+  for _ in range(3):
+    with socket.socket() as s:
+      s.bind(("127.0.0.1", 0))
+      ports.append(s.getsockname()[1])
+  monkeypatch.setenv("TF_CONFIG", json.dumps({
+      "cluster": {"chief": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"],
+                  "ps": [f"127.0.0.1:{ports[2]}"]},
+      "task": {"type": task_type, "index": 0}}))
+  asked = []
+
+  def setup(device_config):
+    asked.append(device_config)
+    raise _Stop
+  monkeypatch.setattr(tf2_devices, "setup", setup)
+  monkeypatch.setattr(tf2_devices, "serve", lambda: asked.append("served"))
+  flags = ["--strategy=parameter_server", "--dataset=synthetic", "--train_dir=/nonexistent",
+           "--allow_growth", "--visible_gpus=2", "--gpu_memory_limit_mb=2000"]
+  with pytest.raises(_Stop):
+    helpers.call("strategies.train", *flags)
+  given = config.DeviceConfig(num_gpus=1, visible_gpus="2", allow_growth=True,
+                              memory_limit_mb=2000)
+  if task_type == "worker":  # one replica: its first visible GPU, with the memory settings
+    assert asked == [given]
+  else:  # the variables' CPUs, and the scheduler: no GPU at all
+    assert asked == [config.DeviceConfig(cpu_only=True, allow_growth=True)]
+  result = helpers.call("strategies.train", *flags, "--num_gpus=2")
+  assert result.returncode == 2 and "one replica per worker" in result.stderr.splitlines()[-1]
