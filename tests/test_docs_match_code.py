@@ -116,7 +116,7 @@ def test_readme_runs_in_the_order_shown(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("package", ["cifar10", "strategies", "compat_v1", "harness",
-                                     "examples", "equivalence", "benchmarks"])
+                                     "examples", "equivalence", "benchmarks", "porting"])
 def test_every_module_is_named_in_readme_and_its_package_docstring(package):
   modules = sorted(os.path.basename(p)[:-3] for p in glob.glob(f"{helpers.REPO}/{package}/*.py")
                    if not os.path.basename(p).startswith("__"))
@@ -124,7 +124,7 @@ def test_every_module_is_named_in_readme_and_its_package_docstring(package):
     row = next(line for line in f if line.startswith(f"| `{package}/` |"))
   missing = [m for m in modules if f"`{m}`" not in row]
   assert not missing, f"README's package table lacks {package}: {missing}"
-  if package in ("cifar10", "strategies", "compat_v1", "harness"):
+  if package in ("cifar10", "strategies", "compat_v1", "harness", "porting"):
     doc = importlib.import_module(package).__doc__
     missing = [m for m in modules if not re.search(rf"\b{m}\b", doc)]
     assert not missing, f"{package}/__init__.py's docstring lacks {missing}"

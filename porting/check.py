@@ -1,0 +1,79 @@
+"""`compare(port, batches, replicas, steps, tolerance)`: both sides, step by step, and the
+report. See the package docstring for a call."""
+
+import dataclasses
+
+from porting import devices as replica_devices
+from porting import diagnosis
+from porting import matching
+from porting import report
+from porting import spec
+from porting import tf1_towers
+from porting import tf2_replicas
+
+
+@dataclasses.dataclass
+class Report:
+  """pairs: [(TF1 name, TF2 name)]; rows: every report.Row; tf1, tf2: the two Traces;
+  hints: the known causes that fit the numbers; equal: every row within `tolerance`."""
+  pairs: list
+  rows: list
+  tf1: object
+  tf2: object
+  tolerance: float
+  hints: list
+  replicas: int
+
+  @property
+  def equal(self):
+    return report.first_difference(self.rows, self.tolerance) is None and (
+        self.learning_rates[0] == self.learning_rates[1])
+
+  @property
+  def first_difference(self):
+    """The first report.Row outside the tolerance (by step, then kind), or None."""
+    return report.first_difference(self.rows, self.tolerance)
+
+  @property
+  def learning_rates(self):
+    return ([s.learning_rate for s in self.tf1.steps], [s.learning_rate for s in self.tf2.steps])
+
+  def text(self):
+    title = (f"TF1 {self.replicas} tower(s) vs TF2 {self.replicas} replica(s), "
+             f"{len(self.tf1.steps)} step(s)")
+    verdict = "EQUAL" if self.equal else "NOT EQUAL"
+    return report.text(self.rows, self.tolerance, self.learning_rates, self.hints,
+                       title) + f"\n{verdict}"
+
+
+def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0):
+  """Runs `port`'s TF1 towers and TF2 replicas from the same weights on the same global
+  batches for `steps` steps; returns the Report.
+
+  batches: a list of (images, labels) numpy global batches (replicas x the per-replica
+    batch), or a function step -> that.
+  tolerance: the largest max relative difference per variable that still counts as equal;
+    0 (the default) asks for the same bits.
+  Raises PortError for a port it cannot compare (variables left unmatched, no gradient).
+  """
+  spec.Port.__post_init__(port)
+  batch = spec.batch_source(batches, steps)
+  devices = replica_devices.replica_devices(replicas)
+  tf2 = tf2_replicas.Replicas(port, replica_devices.strategy(devices))
+  first = batch(0)
+  towers = tf1_towers.Towers(port, devices, first, replica_devices.session_config(devices))
+  try:
+    pairs = matching.match(towers.variables(), tf2.variables(), port.variable_map)
+    start = tf2.values()
+    towers.assign({a: start[b] for a, b in pairs})
+    trace1, trace2 = towers.trace(), tf2.trace()
+    for s in range(steps):
+      images, labels = first if s == 0 else batch(s)
+      trace1.steps.append(towers.step(images, labels))
+      trace2.steps.append(tf2.step(images, labels))
+    optimizers = (towers.optimizer_class, type(tf2.optimizer).__name__)
+  finally:
+    towers.close()
+  table = report.rows(pairs, trace1, trace2, optimizers)
+  hints = diagnosis.causes(pairs, trace1, trace2, table, tolerance, replicas, optimizers)
+  return Report(pairs, table, trace1, trace2, tolerance, hints, replicas)

@@ -1,0 +1,121 @@
+"""The known causes of a difference between TF1 towers and their TF2 port, named where the
+numbers fit them. `causes(...)` returns one line per cause found; each is tested by a
+deliberately wrong port (tests/test_porting.py).
+
+  scale         every gradient N x (the replica's loss divided by its own batch, not the
+                global one) or 1/N (a MEAN all-reduce, or the loss divided by N, on top of
+                the optimizer's SUM)
+  regularization the TF2 gradients differ from TF1's by (N - 1) x (each replica adds the whole
+                regularization) or -1 x (it is missing) the regularization's gradient
+  learning rate the rates differ (the decay counts steps differently)
+  fused batch norm  TF1's FusedBatchNorm rounds its own way and updates moving_variance with
+                the unbiased variance n/(n-1); Keras 3's BatchNormalization with the biased one
+  moving statistics from every tower in turn (TF1 UPDATE_OPS of all towers) against replica
+                0's own (what Keras's mirrored copy saves)
+  moving average rounding  TF1 updates v - (v - x)(1 - m), Keras v m + x (1 - m)
+  bias gradients  only rank-1 gradients differ, by rounding (BiasAddGrad against the gradient
+                of a broadcast add sum in different orders)
+  momentum      MomentumOptimizer's accumulator against Keras SGD's velocity
+"""
+
+import numpy as np
+
+MOVING = ("moving_mean", "moving_variance")
+ROUNDING = 1e-5  # max rel of a difference that is rounding, not a different computation
+
+
+def _vector(d, names):
+  return np.concatenate([np.ravel(np.asarray(d[n], np.float64)) for n in names])
+
+
+def _close(x, y, rel=0.05):
+  scale = np.linalg.norm(y)
+  return scale > 0 and np.linalg.norm(x - y) <= rel * scale
+
+
+def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers):
+  """The known causes that fit the differences of `table` (report.Rows), as lines."""
+  bad = [r for r in table if not r.diff.within(tolerance)]
+  rates = [s.learning_rate for s in tf1.steps], [s.learning_rate for s in tf2.steps]
+  if not bad and rates[0] == rates[1]:
+    return []
+  to2 = dict(pairs)
+  hints = []
+  first1, first2 = tf1.steps[0], tf2.steps[0]
+  names = list(tf1.trainable)
+  g1 = _vector(first1.gradients, names)
+  g2 = _vector({n: first2.gradients[to2[n]] for n in names}, names)
+  n = replicas
+  scaled = False
+  if n > 1 and g1.any():
+    ratio = float(g2 @ g1 / (g1 @ g1))
+    if abs(ratio - n) < 0.05 * n:
+      scaled = True
+      hints.append(f"every gradient is {ratio:.3g} x the towers' average (N = {n}): the TF2 "
+                   "loss is divided by the replica's batch, not the global batch (divide the "
+                   "sum of the replica's per-example losses by the global batch, "
+                   "tf.nn.compute_average_loss)")
+    elif abs(ratio - 1 / n) < 0.05 / n:
+      scaled = True
+      hints.append(f"every gradient is {ratio:.3g} x the towers' average (1/N, N = {n}): the "
+                   "replicas' gradients are averaged twice (a MEAN all-reduce or a division "
+                   "by N on top of the optimizer's SUM over replicas)")
+  reg = first1.regularization
+  if reg and not scaled:
+    regularized = [k for k in names if k in reg]
+    delta = _vector({k: first2.gradients[to2[k]] for k in regularized}, regularized) - \
+        _vector(first1.gradients, regularized)
+    r = _vector(reg, regularized)
+    if n > 1 and _close(delta, (n - 1) * r):
+      hints.append(f"the regularization is counted {n} times: each replica adds the whole "
+                   "regularization loss; add tf.nn.scale_regularization_loss(...) of it "
+                   "(1/N on each replica)")
+    elif _close(delta, -r):
+      hints.append("the regularization is missing from the TF2 loss (its gradient is all "
+                   "that differs): add the model's losses (model.losses), scaled by "
+                   "tf.nn.scale_regularization_loss")
+  if rates[0] != rates[1]:
+    s = next(i for i, (a, b) in enumerate(zip(*rates)) if a != b)
+    hints.append(f"the learning rate differs from step {s} (TF1 {rates[0][s]:.6g}, TF2 "
+                 f"{rates[1][s]:.6g}): the decay counts steps differently (TF1's global step "
+                 "moves once per step of all towers; decay_steps multiplied or divided by N, "
+                 "or a step count per replica, gives this)")
+  moving = [r for r in bad if r.kind == "weight" and any(m in r.tf1 for m in MOVING)]
+  if tf1.facts.get("fused_batch_norm") and bad:
+    hints.append("TF1's batch norm is fused (FusedBatchNorm: its own rounding, and "
+                 "moving_variance updated with the unbiased variance n/(n-1)); Keras 3's "
+                 "BatchNormalization is not fused and uses the biased variance: pass "
+                 "fused=False on the TF1 side to compare the same computation")
+  elif moving and n > 1 and tf1.facts.get("update_ops") == "all_towers" and any(
+      r.diff.max_rel > ROUNDING for r in moving):
+    hints.append("batch-norm moving statistics: the TF1 train op runs the UPDATE_OPS of every "
+                 "tower, one after another; each TF2 replica updates its own copy from its "
+                 "own batch, and its checkpoint saves replica 0's (the TF1 equivalent is the "
+                 "first tower's UPDATE_OPS)")
+  elif moving and all(r.diff.max_rel <= ROUNDING for r in moving) and min(
+      r.step for r in moving) <= min(r.step for r in bad):
+    hints.append("moving statistics differ by rounding: TF1's batch norm updates them as "
+                 "v - (v - x)(1 - m), Keras 3's as v m + x (1 - m)")
+  first_grads = [r for r in bad if r.kind == "gradient"]
+  if first_grads:
+    s = min(r.step for r in first_grads)
+    at = [r for r in first_grads if r.step == s]
+    # Rounding against the step's largest gradient: a bias followed by batch norm has a
+    # gradient of 0 up to rounding, and there the difference is all there is.
+    largest = max(float(np.abs(g).max()) for g in first1.gradients.values() if np.size(g))
+    if all(np.ndim(first1.gradients[r.tf1]) == 1 and r.diff.max_abs <= ROUNDING * largest
+           for r in at):
+      hints.append("only bias gradients differ, by rounding: BiasAddGrad (tf.nn.bias_add) "
+                   "and the gradient of a broadcast add (x + b) sum over the batch in "
+                   "different orders; use the same op on both sides")
+  if optimizers == ("MomentumOptimizer", "SGD"):
+    trainable = {to2[k] for k in names}
+    weights = [r for r in bad if r.kind in ("weight", "slot") and r.tf2.split(":")[0] in
+               trainable]
+    if weights and min(r.step for r in weights) >= 1 and all(
+        r.diff.max_rel <= ROUNDING for r in weights):
+      hints.append("momentum: MomentumOptimizer keeps accum = m accum + g and steps "
+                   "-lr accum, Keras SGD keeps v = m v - lr g and steps +v; the same update, "
+                   "rounded differently from the second step on (and a different one "
+                   "whenever the rate changes: v is -lr x accum only at a constant rate)")
+  return hints

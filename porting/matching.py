@@ -1,0 +1,83 @@
+"""Which TF2 variable is which TF1 variable: by name, then by shape and creation order.
+
+  pairs = match(tf1_variables, tf2_variables, explicit={"bn1/gamma": "bn/gamma"})
+
+Each side is a list of (name, shape) in creation order. A pair is made, in this order:
+1. from `explicit` (TF1 name -> TF2 name), for what nothing else can tell apart;
+2. by name: the same name once ":0" and a leading model scope are dropped
+   ('sequential/conv2d/kernel' and 'conv2d/kernel');
+3. by shape and creation order: what is left on both sides, when both list the same sequence
+   of shapes (a port that creates its layers in the TF1 order, as Keras layers do); where the
+   sequences differ, only shapes that occur once on each side.
+Anything left over is a PortError naming every unmatched variable of both sides: a partial
+comparison would pass a port that lost a variable.
+"""
+
+from porting.errors import PortError
+
+
+def _name(name):
+  return name[:-2] if name.endswith(":0") else name
+
+
+def _suffixes(name):
+  """'a/b/c' -> ['a/b/c', 'b/c', 'c'] (longest first)."""
+  parts = _name(name).split("/")
+  return ["/".join(parts[i:]) for i in range(len(parts))]
+
+
+def match(tf1, tf2, explicit=None):
+  """[(tf1 name, tf2 name)] in TF1 creation order; PortError if any variable is left."""
+  tf1_shapes = {_name(n): tuple(s) for n, s in tf1}
+  tf2_shapes = {_name(n): tuple(s) for n, s in tf2}
+  pairs = {}
+  for a, b in (explicit or {}).items():
+    a, b = _name(a), _name(b)
+    if a not in tf1_shapes or b not in tf2_shapes:
+      missing = [f"TF1 {a!r}"] * (a not in tf1_shapes) + [f"TF2 {b!r}"] * (b not in tf2_shapes)
+      raise PortError(f"the variable map names {', '.join(missing)}, which the port does not "
+                      "create")
+    pairs[a] = b
+  _by_name(tf1_shapes, tf2_shapes, pairs)
+  left1 = [n for n in tf1_shapes if n not in pairs]
+  taken = set(pairs.values())
+  left2 = [n for n in tf2_shapes if n not in taken]
+  if [tf1_shapes[n] for n in left1] == [tf2_shapes[n] for n in left2]:
+    pairs.update(zip(left1, left2))
+    left1 = left2 = []
+  else:  # what differs in number: pair only the shapes that occur once on each side
+    shapes1 = [tf1_shapes[n] for n in left1]
+    shapes2 = [tf2_shapes[n] for n in left2]
+    for a in list(left1):
+      shape = tf1_shapes[a]
+      if shapes1.count(shape) == 1 and shapes2.count(shape) == 1:
+        b = left2[shapes2.index(shape)]
+        pairs[a] = b
+        left1.remove(a)
+        del shapes2[left2.index(b)]
+        left2.remove(b)
+  for a, b in pairs.items():
+    if tf1_shapes[a] != tf2_shapes[b]:
+      raise PortError(f"TF1 {a!r} {list(tf1_shapes[a])} is paired with TF2 {b!r} "
+                      f"{list(tf2_shapes[b])}: the shapes differ")
+  if left1 or left2:
+    raise PortError(
+        "variables left unmatched (give the port a variable_map, TF1 name -> TF2 name): "
+        f"TF1 {', '.join(f'{n} {list(tf1_shapes[n])}' for n in left1) or 'none'}; "
+        f"TF2 {', '.join(f'{n} {list(tf2_shapes[n])}' for n in left2) or 'none'}")
+  return [(a, pairs[a]) for a in tf1_shapes]
+
+
+def _by_name(tf1_shapes, tf2_shapes, pairs):
+  """Pairs by the longest name ending both sides share uniquely, with the same shape."""
+  taken = set(pairs.values())
+  for a in tf1_shapes:
+    if a in pairs:
+      continue
+    for suffix in _suffixes(a)[:-1] or _suffixes(a):  # never by the last part alone
+      found = [b for b in tf2_shapes if b not in taken and suffix in _suffixes(b)]
+      owners = [n for n in tf1_shapes if n not in pairs and suffix in _suffixes(n)]
+      if len(found) == 1 and len(owners) == 1 and tf2_shapes[found[0]] == tf1_shapes[a]:
+        pairs[a] = found[0]
+        taken.add(found[0])
+        break

@@ -1,0 +1,71 @@
+"""What a team hands the kit: its TF1 tower code and its TF2 port, as functions.
+
+  port = porting.Port(
+      tower_loss=tower_loss,                 # TF1, as written: (images, labels) -> loss
+      tf1_optimizer=lambda step: tf.compat.v1.train.MomentumOptimizer(0.1, 0.9),
+      build_model=lambda: MyKerasModel(),    # TF2: built under the strategy's scope
+      replica_loss=replica_loss,             # TF2: (model, images, labels, global_batch) -> loss
+      tf2_optimizer=lambda: tf.keras.optimizers.SGD(0.1, momentum=0.9))
+"""
+
+import dataclasses
+from typing import Callable, Optional
+
+from porting.errors import PortError
+
+UPDATE_OPS = ("first_tower", "all_towers")
+
+
+@dataclasses.dataclass
+class Port:
+  """A TF1 tower model and its TF2 port.
+
+  tower_loss(images, labels) -> loss, or (loss, outputs): one tower's loss, built in a graph
+    with `tf.compat.v1.get_variable` / `tf.compat.v1.layers` as the team wrote it; the kit
+    calls it once per tower under `name_scope('tower_i')`, reusing the variables after tower 0,
+    on that tower's device, as the original's `tower_loss(scope)`.
+  tf1_optimizer(global_step) -> a tf.compat.v1.train.Optimizer (its learning rate may decay
+    with global_step, which the train op increments once per step).
+  build_model() -> the TF2 model (a Keras model or layer, or a tf.Module); called under the
+    strategy's scope, so its variables are mirrored.
+  replica_loss(model, images, labels, global_batch_size) -> loss, or (loss, outputs): one
+    replica's loss, scaled as the port means to (the convention: the sum over its examples
+    divided by the global batch, so that the replicas' summed gradients are the average).
+  tf2_optimizer() -> a Keras optimizer (it sums the replicas' gradients itself).
+  update_ops: which towers' UPDATE_OPS (batch-norm moving statistics) the TF1 code runs with
+    its train op: "first_tower" (`get_collection(UPDATE_OPS, scope)` of tower 0, as the
+    multi-GPU tutorials did) or "all_towers".
+  variable_map: {TF1 name: TF2 name} for variables the kit cannot pair by itself.
+  """
+  tower_loss: Callable
+  tf1_optimizer: Callable
+  build_model: Callable
+  replica_loss: Callable
+  tf2_optimizer: Callable
+  update_ops: str = "first_tower"
+  variable_map: Optional[dict] = None
+
+  def __post_init__(self):
+    if self.update_ops not in UPDATE_OPS:
+      raise PortError(f"update_ops must be one of {', '.join(UPDATE_OPS)}, got "
+                      f"{self.update_ops!r}")
+
+
+def loss_and_outputs(result):
+  """(loss, outputs or None) of what a tower_loss / replica_loss returned."""
+  if isinstance(result, (tuple, list)):
+    if len(result) != 2:
+      raise PortError(f"a loss function returned {len(result)} values; return the loss, or "
+                      "(loss, outputs)")
+    return result[0], result[1]
+  return result, None
+
+
+def batch_source(batches, steps):
+  """A function step -> (images, labels) numpy global batch, from a list or a function."""
+  if callable(batches):
+    return batches
+  batches = list(batches)
+  if len(batches) < steps:
+    raise PortError(f"{steps} steps need {steps} batches, got {len(batches)}")
+  return lambda step: batches[step]

@@ -1,0 +1,119 @@
+"""The TF1 side: the team's tower function as towers in a graph, run in a Session.
+
+As `cifar10_multi_gpu_train.py` built it: one tower per device under `name_scope('tower_i')`,
+the variables reused after tower 0, each tower's gradients from `compute_gradients`, their
+`average_gradients`, the team's UPDATE_OPS with the train op, `apply_gradients` with the global
+step. The global batch is fed through a placeholder and cut into N contiguous slices.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from porting import spec
+from porting.errors import PortError
+from porting.trace import Step
+from porting.trace import Trace
+
+v1 = tf.compat.v1
+
+
+def average_gradients(tower_grads):
+  """The original's: per variable, the mean over towers of each tower's gradient."""
+  averaged = []
+  for grads_and_vars in zip(*tower_grads):
+    grads = [tf.expand_dims(g, 0) for g, _ in grads_and_vars]
+    averaged.append((tf.reduce_mean(tf.concat(grads, 0), 0), grads_and_vars[0][1]))
+  return averaged
+
+
+class Towers:
+  """The graph and Session of `port`'s TF1 side on `devices`, fed global batches shaped like
+  `example` ((images, labels) numpy arrays)."""
+
+  def __init__(self, port, devices, example, session_config):
+    self.graph = tf.Graph()
+    n = len(devices)
+    with self.graph.as_default():
+      images = v1.placeholder(example[0].dtype, (None,) + example[0].shape[1:], "images")
+      labels = v1.placeholder(example[1].dtype, (None,) + example[1].shape[1:], "labels")
+      self.feeds = (images, labels)
+      global_step = v1.train.get_or_create_global_step()
+      optimizer = port.tf1_optimizer(global_step)
+      self.optimizer_class = type(optimizer).__name__
+      before = set(v1.global_variables())
+      tower_grads, self.losses, self.outputs, updates = [], [], [], []
+      for i, (device, x, y) in enumerate(zip(devices, tf.split(images, n), tf.split(labels, n))):
+        with tf.device(device), tf.name_scope(f"tower_{i}") as scope:
+          with v1.variable_scope(v1.get_variable_scope(), reuse=i > 0):
+            loss, outputs = spec.loss_and_outputs(port.tower_loss(x, y))
+          self.losses.append(loss)
+          self.outputs.append(outputs)
+          if i == 0 or port.update_ops == "all_towers":
+            updates += v1.get_collection(v1.GraphKeys.UPDATE_OPS, scope)
+          tower_grads.append([(g, v) for g, v in optimizer.compute_gradients(loss)
+                              if g is not None])
+      self.model_variables = [v for v in v1.global_variables() if v not in before]
+      if not self.model_variables:
+        raise PortError("tower_loss created no variable (build them with "
+                        "tf.compat.v1.get_variable or tf.compat.v1.layers)")
+      grads = average_gradients(tower_grads)
+      self.gradients = {_name(v): g for g, v in grads}
+      lr = optimizer._call_if_callable(optimizer._learning_rate)  # pylint: disable=protected-access
+      self.learning_rate = tf.convert_to_tensor(lr, tf.float32)
+      with tf.control_dependencies(updates):
+        self.train_op = optimizer.apply_gradients(grads, global_step=global_step)
+      self.slots = {(_name(v), kind): optimizer.get_slot(v, kind)
+                    for _, v in grads for kind in optimizer.get_slot_names()
+                    if optimizer.get_slot(v, kind) is not None}
+      self.trainable = [_name(v) for _, v in grads]
+      regularization = v1.get_collection(v1.GraphKeys.REGULARIZATION_LOSSES)
+      self.regularization = {}
+      if regularization:
+        variables = [v for _, v in grads]
+        for v, g in zip(variables, tf.gradients(tf.add_n(regularization), variables)):
+          if g is not None:
+            self.regularization[_name(v)] = g
+      self.facts = {"update_ops": port.update_ops, "fused_batch_norm": any(
+          op.type.startswith("FusedBatchNorm") for op in self.graph.get_operations())}
+      # Assignments made now: the graph is finalized before the Session runs.
+      self.setters = {}
+      for v in self.model_variables:
+        value = v1.placeholder(v.dtype.base_dtype, v.shape)
+        self.setters[_name(v)] = (value, v.assign(value))
+      init = v1.global_variables_initializer()
+    self.graph.finalize()
+    self.sess = v1.Session(graph=self.graph, config=session_config)
+    self.sess.run(init)
+
+  def variables(self):
+    return [(_name(v), tuple(v.shape.as_list())) for v in self.model_variables]
+
+  def assign(self, values):
+    """Sets the model variables to `values` ({TF1 name: array})."""
+    for name, (value, assign) in self.setters.items():
+      self.sess.run(assign, {value: values[name]})
+
+  def trace(self):
+    values = self.sess.run({_name(v): v for v in self.model_variables})
+    return Trace(self.variables(), self.trainable, values, facts=dict(self.facts))
+
+  def step(self, images, labels):
+    feed = {self.feeds[0]: images, self.feeds[1]: labels}
+    # Read first, from the weights before the step: beside the train op they could race
+    # with its updates.
+    lr, regularization = self.sess.run([self.learning_rate, self.regularization], feed)
+    fetches = {"train": self.train_op, "losses": self.losses, "gradients": self.gradients,
+               "outputs": [o for o in self.outputs if o is not None]}
+    out = self.sess.run(fetches, feed)
+    after = self.sess.run({"weights": {_name(v): v for v in self.model_variables},
+                           "slots": self.slots})
+    outputs = out["outputs"] if out["outputs"] else [None] * len(self.losses)
+    return Step([np.asarray(x) for x in out["losses"]], outputs, out["gradients"],
+                float(lr), after["weights"], after["slots"], regularization)
+
+  def close(self):
+    self.sess.close()
+
+
+def _name(variable):
+  return variable.op.name  # 'conv1/kernel', without ':0'

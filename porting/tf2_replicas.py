@@ -1,0 +1,116 @@
+"""The TF2 side: the team's model and per-replica loss under MirroredStrategy.
+
+Each replica takes its contiguous slice of the global batch (replica i: rows i*B .. (i+1)*B,
+as tower i), computes its loss and gradients on a tape, and hands them to the Keras optimizer,
+which sums them over the replicas and updates the mirrored variables. The summed gradients
+are also all-reduced here, in the same order, to be reported.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from porting import spec
+from porting.errors import PortError
+from porting.trace import Step
+from porting.trace import Trace
+
+
+def _variables(model):
+  """The model's variables in creation order: Keras weights, or a tf.Module's variables."""
+  found = getattr(model, "weights", None)
+  if found is None:
+    found = getattr(model, "variables", None)
+  if not found:
+    raise PortError("build_model() returned a model with no variables (return a built Keras "
+                    "model or layer, or a tf.Module)")
+  return list(found)
+
+
+def variable_name(variable):
+  """'conv2d/kernel': a Keras variable's path, or a tf.Variable's name without ':0'."""
+  path = getattr(variable, "path", None)
+  return path if path else variable.name.rsplit(":", 1)[0]
+
+
+def _numpy(value):
+  return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+
+
+def slot_variables(optimizer, trainable):
+  """{(variable name, slot kind): optimizer variable}: Keras names a slot
+  '<variable path with _ for />_<kind>' (e.g. 'conv2d_kernel_momentum')."""
+  slots = {}
+  keys = {variable_name(v).replace("/", "_"): variable_name(v) for v in trainable}
+  for slot in optimizer.variables:
+    name = getattr(slot, "name", "")
+    for key, owner in keys.items():
+      if name.startswith(key + "_") and name != key:
+        slots[(owner, name[len(key) + 1:])] = slot
+  return slots
+
+
+class Replicas:
+  """`port`'s TF2 side on `strategy` (its replicas' devices)."""
+
+  def __init__(self, port, strategy):
+    self.port, self.strategy = port, strategy
+    with strategy.scope():
+      self.model = port.build_model()
+      self.optimizer = port.tf2_optimizer()
+      self.all = _variables(self.model)
+      self.trainable = [v for v in self.all if v.trainable]
+      self.optimizer.build(self.trainable)
+    self.slots = slot_variables(self.optimizer, self.trainable)
+    self.names = [variable_name(v) for v in self.trainable]
+    self._step = tf.function(self._distributed_step)
+
+  def variables(self):
+    return [(variable_name(v), tuple(v.shape)) for v in self.all]
+
+  def trace(self):
+    return Trace(self.variables(), self.names,
+                 {variable_name(v): _numpy(v) for v in self.all})
+
+  def values(self):
+    return {variable_name(v): _numpy(v) for v in self.all}
+
+  def _distributed_step(self, images, labels):
+    n = self.strategy.num_replicas_in_sync
+    per = tf.shape(images)[0] // n
+    global_batch = tf.shape(images)[0]
+
+    def slice_of(ctx):
+      i = ctx.replica_id_in_sync_group
+      return images[i * per:(i + 1) * per], labels[i * per:(i + 1) * per]
+
+    x, y = self.strategy.experimental_distribute_values_from_function(slice_of)
+
+    def replica(x, y):
+      with tf.GradientTape() as tape:
+        loss, outputs = spec.loss_and_outputs(
+            self.port.replica_loss(self.model, x, y, global_batch))
+      grads = tape.gradient(loss, self.trainable)
+      if any(g is None for g in grads):
+        missing = [n for n, g in zip(self.names, grads) if g is None]
+        raise PortError(f"replica_loss has no gradient for {', '.join(missing)}")
+      summed = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM,
+                                                             grads)
+      lr = tf.identity(self.optimizer.learning_rate)  # before the update moves the step
+      self.optimizer.apply_gradients(zip(grads, self.trainable))
+      return loss, outputs, summed, lr
+
+    return self.strategy.run(replica, (x, y))
+
+  def step(self, images, labels):
+    loss, outputs, summed, lr = self._step(tf.constant(images), tf.constant(labels))
+    local = self.strategy.experimental_local_results
+    losses = [_numpy(l) for l in local(loss)]
+    outputs = ([_numpy(o) for o in local(outputs)] if outputs is not None
+               else [None] * len(losses))
+    gradients = {n: _numpy(local(g)[0]) for n, g in zip(self.names, summed)}
+    return Step(losses, outputs, gradients, float(_numpy(local(lr)[0])), self.values(),
+                {key: _numpy(slot) for key, slot in self.slots.items()})
+
+  def assign(self, values):
+    for v in self.all:
+      v.assign(values[variable_name(v)])

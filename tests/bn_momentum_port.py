@@ -1,0 +1,121 @@
+"""A second model for the porting kit, written the way TF1 teams wrote theirs, and its port.
+
+TF1 (`tower_loss`): a convolution with `get_variable` and an L2 regularizer (into the
+REGULARIZATION_LOSSES collection), `tf.compat.v1.layers.batch_normalization(training=True)`
+(its moving statistics updated by UPDATE_OPS), ReLU, global average pooling, a dense layer,
+MomentumOptimizer. TF2 (`Net`): the faithful port, Keras layers and SGD with momentum, the
+loss scaled by the global batch and the regularization by the replicas.
+
+`port()` is the kit's Port of the pair; `wrong_port(kind)` a port with one known mistake.
+"""
+
+import numpy as np
+import tensorflow as tf
+# tf.compat.v1.layers: with Keras 3 installed, TensorFlow 2.21 routes it to tf_keras only
+# under TF_USE_LEGACY_KERAS=1, which would turn the TF2 side's Keras into Keras 2 as well.
+# This is the module it routes to.
+from tf_keras.api._v1.keras.__internal__.legacy import layers as v1_layers
+import keras
+
+from porting import Port
+
+v1 = tf.compat.v1
+WEIGHT_DECAY = 1e-3
+LEARNING_RATE = 0.1
+MOMENTUM = 0.9
+BN_MOMENTUM = 0.9
+FILTERS, CLASSES, SIZE = 8, 10, 8
+
+
+def _l2(weights):
+  return WEIGHT_DECAY * tf.nn.l2_loss(weights)
+
+
+def tower_loss(images, labels, fused=False, conv_bias=False):
+  """One tower, TF1 style: (mean cross-entropy + every regularization loss, logits).
+
+  fused=False: TF1's default fused kernel rounds its own way and keeps the unbiased variance;
+  Keras 3 computes batch norm unfused (the kit names the cause when it is on). The logits
+  add their bias with `+`, as Keras's Dense does. conv_bias=True: the convolution gets a bias
+  too, by tf.nn.bias_add as TF1 code added one (Keras's Conv2D adds its bias with `+`, whose
+  gradient sums in another order).
+  """
+  with v1.variable_scope("conv1"):
+    kernel = v1.get_variable("kernel", [3, 3, 3, FILTERS], regularizer=_l2,
+                             initializer=v1.glorot_uniform_initializer())
+    x = tf.nn.conv2d(images, kernel, 1, "SAME")
+    if conv_bias:
+      x = tf.nn.bias_add(x, v1.get_variable("bias", [FILTERS],
+                                            initializer=v1.zeros_initializer()))
+  x = v1_layers.batch_normalization(x, training=True, momentum=BN_MOMENTUM, name="bn1",
+                                    fused=None if fused else False)
+  x = tf.reduce_mean(tf.nn.relu(x), [1, 2])
+  with v1.variable_scope("logits"):
+    weights = v1.get_variable("kernel", [FILTERS, CLASSES], regularizer=_l2,
+                              initializer=v1.glorot_uniform_initializer())
+    bias = v1.get_variable("bias", [CLASSES], initializer=v1.zeros_initializer())
+    logits = tf.matmul(x, weights) + bias
+  cross_entropy = tf.reduce_mean(
+      tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+  # Created once (tower 0, where the variables are made) and added by every tower: averaged
+  # over the towers, the regularization counts once.
+  regularization = tf.add_n(v1.get_collection(v1.GraphKeys.REGULARIZATION_LOSSES))
+  return cross_entropy + regularization, logits
+
+
+def tf1_optimizer(global_step):
+  del global_step  # a constant rate
+  return v1.train.MomentumOptimizer(LEARNING_RATE, MOMENTUM)
+
+
+class Net(keras.Model):
+  """The TF2 port: the same layers, Keras's."""
+
+  def __init__(self, conv_bias=False):
+    super().__init__()
+    # L2(WEIGHT_DECAY / 2): Keras's L2 is l * sum(w^2), TF1's l2_loss is sum(w^2) / 2.
+    regularizer = keras.regularizers.L2(WEIGHT_DECAY / 2)
+    self.conv = keras.layers.Conv2D(FILTERS, 3, padding="same", use_bias=conv_bias,
+                                    kernel_regularizer=regularizer, name="conv1")
+    self.bn = keras.layers.BatchNormalization(momentum=BN_MOMENTUM, name="bn1")
+    self.dense = keras.layers.Dense(CLASSES, kernel_regularizer=regularizer, name="logits")
+    self.build((None, SIZE, SIZE, 3))
+
+  def build(self, input_shape):
+    self.conv.build(input_shape)
+    self.bn.build(input_shape[:3] + (FILTERS,))
+    self.dense.build((None, FILTERS))
+    super().build(input_shape)
+
+  def call(self, images, training=False):
+    x = self.bn(self.conv(images), training=training)
+    return self.dense(tf.reduce_mean(tf.nn.relu(x), [1, 2]))
+
+
+def replica_loss(model, images, labels, global_batch_size):
+  """The sum of the replica's cross-entropies over the global batch, plus its share of the
+  regularization (1/N of it on each of N replicas)."""
+  logits = model(images, training=True)
+  per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+  loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch_size)
+  return loss + tf.nn.scale_regularization_loss(tf.add_n(model.losses)), logits
+
+
+def tf2_optimizer():
+  return keras.optimizers.SGD(LEARNING_RATE, momentum=MOMENTUM)
+
+
+def port(**changes):
+  """The kit's Port of the pair (fields replaced by `changes`)."""
+  fields = dict(tower_loss=tower_loss, tf1_optimizer=tf1_optimizer, build_model=Net,
+                replica_loss=replica_loss, tf2_optimizer=tf2_optimizer)
+  fields.update(changes)
+  return Port(**fields)
+
+
+def batches(replicas, per_replica=4, steps=3, seed=0):
+  """`steps` global batches of random 8x8 images and labels."""
+  rng = np.random.default_rng(seed)
+  n = replicas * per_replica
+  return [(rng.normal(size=(n, SIZE, SIZE, 3)).astype(np.float32),
+           rng.integers(0, CLASSES, size=n).astype(np.int32)) for _ in range(steps)]

@@ -1,0 +1,178 @@
+"""The porting kit on a second model (conv + batch norm + momentum + L2, written as TF1 teams
+wrote it, tests/bn_momentum_port.py): its faithful TF2 port is held to the bit where it can
+be and to the measured rounding, with the cause, where it cannot; each deliberately wrong port
+is named by the report."""
+
+import functools
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import porting
+from porting import diffs
+from porting import matching
+from tests import bn_momentum_port as m
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:`tf.layers.batch_normalization` is deprecated")
+
+
+@pytest.mark.parametrize("replicas", [1, 2, 4])
+def test_the_faithful_port_is_bit_identical_where_it_can_be(replicas):
+  report = porting.compare(m.port(), m.batches(replicas), replicas=replicas, steps=3)
+  first = [r for r in report.rows if r.step == 0 and not r.diff.within(0)]
+  # Step 1: losses, logits, gradients, weights and momentum slots the same bits; only the
+  # moving variance is 1 ULP apart (TF1 updates v - (v - x)(1 - m), Keras v m + x (1 - m)).
+  assert [(r.kind, r.tf1, r.diff.ulps) for r in first] == [
+      ("weight", "bn1/moving_variance", 1)]
+  kinds = {r.kind for r in report.rows}
+  assert kinds == {"loss", "outputs", "gradient", "weight", "slot"}
+  # Later steps: MomentumOptimizer's accumulator and Keras SGD's velocity round differently.
+  worst = max(r.diff.max_rel for r in report.rows)
+  assert 0 < worst < 1e-6, worst
+  assert not report.equal
+  assert porting.compare(m.port(), m.batches(replicas), replicas=replicas, steps=3,
+                         tolerance=1e-6).equal
+  assert [h.split(":")[0] for h in report.hints] == ["moving statistics differ by rounding",
+                                                    "momentum"]
+  assert report.learning_rates == ([float(np.float32(0.1))] * 3,) * 2
+
+
+def _per_replica_batch(model, images, labels, global_batch_size):
+  del global_batch_size  # the mistake
+  logits = model(images, training=True)
+  loss = tf.reduce_mean(
+      tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+  return loss + tf.nn.scale_regularization_loss(tf.add_n(model.losses)), logits
+
+
+def _mean_on_sum(model, images, labels, global_batch_size):
+  loss, logits = m.replica_loss(model, images, labels, global_batch_size)
+  return loss / tf.distribute.get_strategy().num_replicas_in_sync, logits
+
+
+def _regularization_per_replica(model, images, labels, global_batch_size):
+  logits = model(images, training=True)
+  per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+  return (tf.nn.compute_average_loss(per_example, global_batch_size=global_batch_size)
+          + tf.add_n(model.losses)), logits
+
+
+def _no_regularization(model, images, labels, global_batch_size):
+  logits = model(images, training=True)
+  per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+  return tf.nn.compute_average_loss(per_example, global_batch_size=global_batch_size), logits
+
+
+def _decay_per_step(global_step):
+  rate = tf.compat.v1.train.exponential_decay(m.LEARNING_RATE, global_step, 1, 0.5,
+                                              staircase=True)
+  return tf.compat.v1.train.MomentumOptimizer(rate, m.MOMENTUM)
+
+
+def _decay_every_two_steps():
+  rate = keras.optimizers.schedules.ExponentialDecay(m.LEARNING_RATE, 2, 0.5, staircase=True)
+  return keras.optimizers.SGD(rate, momentum=m.MOMENTUM)
+
+
+# name: (Port fields changed, images per replica, what the report must say)
+WRONG = {
+    "per_replica_batch": (dict(replica_loss=_per_replica_batch), 4,
+                          "x the towers' average (N = 2): the TF2 loss is divided by the "
+                          "replica's batch"),
+    "mean_on_sum": (dict(replica_loss=_mean_on_sum), 4, "averaged twice"),
+    "regularization_n_times": (dict(replica_loss=_regularization_per_replica), 4,
+                               "regularization is counted 2 times"),
+    "regularization_missing": (dict(replica_loss=_no_regularization), 4,
+                               "regularization is missing"),
+    "decay_steps": (dict(tf1_optimizer=_decay_per_step, tf2_optimizer=_decay_every_two_steps),
+                    4, "the learning rate differs from step 1 (TF1 0.05, TF2 0.1)"),
+    "fused_batch_norm": (dict(tower_loss=functools.partial(m.tower_loss, fused=True)), 4,
+                         "TF1's batch norm is fused"),
+    "moving_statistics_of_every_tower": (dict(update_ops="all_towers"), 4,
+                                         "runs the UPDATE_OPS of every tower"),
+    "bias_add": (dict(tower_loss=functools.partial(m.tower_loss, conv_bias=True),
+                      build_model=functools.partial(m.Net, conv_bias=True)), 4,
+                 "only bias gradients differ, by rounding"),
+}
+
+
+@pytest.mark.parametrize("kind", list(WRONG))
+def test_the_report_names_the_cause_of_each_wrong_port(kind):
+  changes, per_replica, cause = WRONG[kind]
+  report = porting.compare(m.port(**changes), m.batches(2, per_replica=per_replica),
+                           replicas=2, steps=3)
+  assert not report.equal
+  named = [h for h in report.hints if cause in h]
+  assert named, report.hints
+  # Only the cause that fits: a correct port's causes aside, nothing else is named.
+  faithful = ("moving statistics differ by rounding", "momentum:")
+  others = [h for h in report.hints if h not in named and not h.startswith(faithful)]
+  assert not others, others
+
+
+def test_ulps_count_the_floats_between_two_values():
+  a = np.float32([1.0, -2.0, 0.0, 3.0])
+  b = a.copy()
+  b[1] = np.nextafter(np.float32(-2.0), np.float32(0.0))
+  b[3] = np.nextafter(np.nextafter(np.float32(3.0), np.float32(9)), np.float32(9))
+  d = diffs.diff(a, b)
+  assert d.ulps == 2 and not d.within(0) and d.within(1e-6)
+  assert diffs.diff(np.float32([0.0]), np.float32([-0.0])).within(0)  # the same value
+  assert diffs.diff(a, a[:2]).shape_mismatch
+
+
+TF1 = [("conv1/kernel", (3, 3, 3, 8)), ("bn1/gamma", (8,)), ("bn1/beta", (8,)),
+       ("logits/kernel", (8, 10)), ("logits/bias", (10,))]
+
+
+def test_variables_pair_by_name_then_by_shape_and_creation_order():
+  by_name = [("net/logits/bias", (10,)), ("net/conv1/kernel", (3, 3, 3, 8)),
+             ("net/bn1/beta", (8,)), ("net/bn1/gamma", (8,)), ("net/logits/kernel", (8, 10))]
+  assert matching.match(TF1, by_name) == [(n, "net/" + n) for n, _ in TF1]
+  keras_names = [("conv2d/kernel", (3, 3, 3, 8)), ("batch_normalization/gamma", (8,)),
+                 ("batch_normalization/beta", (8,)), ("dense/kernel", (8, 10)),
+                 ("dense/bias", (10,))]
+  assert [b for _, b in matching.match(TF1, keras_names)] == [n for n, _ in keras_names]
+
+
+def test_unmatched_variables_are_one_line_naming_every_one():
+  # gamma and beta have the same shape and, with a variable missing, no order to go by.
+  other = [("conv2d/kernel", (3, 3, 3, 8)), ("bn/scale", (8,)), ("bn/offset", (8,)),
+           ("dense/kernel", (8, 10))]
+  with pytest.raises(porting.PortError) as e:
+    matching.match(TF1, other)
+  message = str(e.value)
+  assert "\n" not in message
+  for name in ("bn1/gamma", "bn1/beta", "logits/bias", "bn/scale", "bn/offset"):
+    assert name in message
+  assert "conv1/kernel" not in message  # paired: its shape occurs once on each side
+  explicit = {"bn1/gamma": "bn/scale", "bn1/beta": "bn/offset"}
+  with pytest.raises(porting.PortError, match=r"TF1 logits/bias \[10\]; TF2 none"):
+    matching.match(TF1, other, explicit)
+  assert matching.match(TF1[:-1], other, explicit)[1:3] == list(explicit.items())
+  with pytest.raises(porting.PortError, match="names TF2 'bn/gamma', which the port"):
+    matching.match(TF1, other, {"bn1/gamma": "bn/gamma"})
+
+
+def test_the_kit_knows_nothing_of_this_project():
+  # A team's CI installs it for its own model: no CIFAR-10, no trainer, no run plumbing.
+  import ast  # pylint: disable=g-import-not-at-top
+  import glob  # pylint: disable=g-import-not-at-top
+  import os  # pylint: disable=g-import-not-at-top
+  from tests import helpers  # pylint: disable=g-import-not-at-top
+  ours = ("cifar10", "strategies", "compat_v1", "harness", "equivalence", "examples",
+          "benchmarks", "tests")
+  library = [p for p in glob.glob(os.path.join(helpers.REPO, "porting", "*.py"))
+             if not p.endswith("__main__.py")]  # the command line uses harness.cli
+  assert len(library) >= 10
+  for path in library:
+    with open(path, encoding="utf-8") as f:
+      tree = ast.parse(f.read())
+    for node in ast.walk(tree):
+      names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+               [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+      for name in names:
+        assert name.split(".")[0] not in ours, f"{path} imports {name}"
