@@ -16,6 +16,7 @@
   report      the rows and the text
   diffs       max absolute and relative difference, and ULPs
   diagnosis   the known causes of a difference, named where the numbers fit
+  checkpoints tf1_to_tf2 / tf2_to_tf1: a port's checkpoints both ways, slots included
   devices     N GPUs, or N logical CPU devices where there are none
   errors      PortError: one line, no traceback, from the command line
 
@@ -23,10 +24,18 @@ Nothing here knows CIFAR-10; MIGRATION.md ("Port your own model") walks through 
 model end to end.
 """
 
-from porting.check import compare
-from porting.check import Report
-from porting.devices import replica_devices
-from porting.errors import PortError
-from porting.spec import Port
+import importlib
 
-__all__ = ["compare", "Port", "PortError", "replica_devices", "Report"]
+# Loaded on first use (PEP 562), so that `python -m porting` parses its flags and answers a
+# bad one before TensorFlow is imported.
+_API = {"compare": "porting.check", "Report": "porting.check",
+        "tf1_to_tf2": "porting.checkpoints", "tf2_to_tf1": "porting.checkpoints",
+        "replica_devices": "porting.devices", "PortError": "porting.errors",
+        "Port": "porting.spec"}
+__all__ = sorted(_API)
+
+
+def __getattr__(name):
+  if name not in _API:
+    raise AttributeError(f"module 'porting' has no attribute {name!r}")
+  return getattr(importlib.import_module(_API[name]), name)

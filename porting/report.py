@@ -17,13 +17,19 @@ import numpy as np
 from porting import diffs
 
 KINDS = ("loss", "outputs", "gradient", "weight", "slot")
-# (TF1 optimizer, Keras optimizer) -> {TF1 slot: (Keras slot, TF1 value -> Keras value at
-# rate lr)}. MomentumOptimizer keeps accum = m*accum + g and steps -lr*accum; Keras SGD keeps
-# the velocity v = m*v - lr*g and steps +v: v = -lr*accum while the rate is constant.
+# (TF1 optimizer, Keras optimizer) -> {TF1 slot: (Keras slot, its factor at rate lr)}: the
+# Keras slot holds factor(lr) x the TF1 one (None: 1). MomentumOptimizer keeps
+# accum = m*accum + g and steps -lr*accum; Keras SGD keeps the velocity v = m*v - lr*g and
+# steps +v: v = -lr*accum while the rate is constant.
 SLOT_CONVENTIONS = {
-    ("MomentumOptimizer", "SGD"): {"momentum": ("momentum", lambda x, lr: -lr * x)},
+    ("MomentumOptimizer", "SGD"): {"momentum": ("momentum", lambda lr: -lr)},
     ("AdamOptimizer", "Adam"): {"m": ("momentum", None), "v": ("velocity", None)},
 }
+
+
+def slot_convention(optimizers, kind):
+  """(Keras slot kind, factor(lr) or None) of TF1 slot `kind` under `optimizers`."""
+  return SLOT_CONVENTIONS.get(optimizers, {}).get(kind, (kind, None))
 
 
 @dataclasses.dataclass
@@ -40,7 +46,6 @@ def rows(pairs, tf1, tf2, optimizers):
   (TF1, TF2) optimizer class names, for the slot conventions."""
   to2 = dict(pairs)
   n = len(tf1.steps[0].losses) if tf1.steps else 1
-  convention = SLOT_CONVENTIONS.get(optimizers, {})
   out = []
   for s, (a, b) in enumerate(zip(tf1.steps, tf2.steps)):
     for i, (la, lb) in enumerate(zip(a.losses, b.losses)):
@@ -56,11 +61,11 @@ def rows(pairs, tf1, tf2, optimizers):
       out.append(Row(s, "weight", name, to2[name],
                      diffs.diff(a.weights[name], b.weights[to2[name]])))
     for (name, kind), value in a.slots.items():
-      kind2, transform = convention.get(kind, (kind, None))
+      kind2, factor = slot_convention(optimizers, kind)
       other = b.slots.get((to2[name], kind2))
       if other is None:
         continue
-      expected = transform(value, np.float32(a.learning_rate)) if transform else value
+      expected = factor(np.float32(a.learning_rate)) * value if factor else value
       out.append(Row(s, "slot", f"{name}:{kind}", f"{to2[name]}:{kind2}",
                      diffs.diff(expected, other)))
   return out

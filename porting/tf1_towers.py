@@ -37,7 +37,7 @@ class Towers:
       images = v1.placeholder(example[0].dtype, (None,) + example[0].shape[1:], "images")
       labels = v1.placeholder(example[1].dtype, (None,) + example[1].shape[1:], "labels")
       self.feeds = (images, labels)
-      global_step = v1.train.get_or_create_global_step()
+      self.global_step = global_step = v1.train.get_or_create_global_step()
       optimizer = port.tf1_optimizer(global_step)
       self.optimizer_class = type(optimizer).__name__
       before = set(v1.global_variables())
@@ -76,10 +76,13 @@ class Towers:
       self.facts = {"update_ops": port.update_ops, "fused_batch_norm": any(
           op.type.startswith("FusedBatchNorm") for op in self.graph.get_operations())}
       # Assignments made now: the graph is finalized before the Session runs.
+      self.all_variables = v1.global_variables()  # model, slots, global step
       self.setters = {}
-      for v in self.model_variables:
+      for v in self.all_variables:
         value = v1.placeholder(v.dtype.base_dtype, v.shape)
         self.setters[_name(v)] = (value, v.assign(value))
+      # A checkpoint a TF1 Saver restores: TF1 names, and the TF1 team's own Saver reads it.
+      self.saver = v1.train.Saver(self.all_variables)
       init = v1.global_variables_initializer()
     self.graph.finalize()
     self.sess = v1.Session(graph=self.graph, config=session_config)
@@ -89,9 +92,28 @@ class Towers:
     return [(_name(v), tuple(v.shape.as_list())) for v in self.model_variables]
 
   def assign(self, values):
-    """Sets the model variables to `values` ({TF1 name: array})."""
-    for name, (value, assign) in self.setters.items():
-      self.sess.run(assign, {value: values[name]})
+    """Sets the variables named in `values` ({TF1 name: array}, cast to each variable's
+    dtype: a float32 global step, float16 weights)."""
+    for name, array in values.items():
+      value, assign = self.setters[name]
+      self.sess.run(assign, {value: np.asarray(array).astype(value.dtype.as_numpy_dtype)})
+
+  def values(self):
+    """{TF1 name: value} of every variable (model, slots, global step)."""
+    return self.sess.run({_name(v): v for v in self.all_variables})
+
+  def rate(self):
+    """The learning rate at the current global step."""
+    return float(self.sess.run(self.learning_rate))
+
+  def save(self, prefix):
+    """Saves every variable under its TF1 name (no meta graph: the team builds its own)."""
+    with self.graph.as_default():
+      return self.saver.save(self.sess, prefix, write_meta_graph=False)
+
+  def slot_names(self):
+    """{(model variable, slot kind): the slot variable's TF1 name}."""
+    return {key: _name(slot) for key, slot in self.slots.items()}
 
   def trace(self):
     values = self.sess.run({_name(v): v for v in self.model_variables})

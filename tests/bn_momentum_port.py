@@ -9,6 +9,8 @@ loss scaled by the global batch and the regularization by the replicas.
 `port()` is the kit's Port of the pair; `wrong_port(kind)` a port with one known mistake.
 """
 
+import warnings
+
 import numpy as np
 import tensorflow as tf
 # tf.compat.v1.layers: with Keras 3 installed, TensorFlow 2.21 routes it to tf_keras only
@@ -18,6 +20,9 @@ from tf_keras.api._v1.keras.__internal__.legacy import layers as v1_layers
 import keras
 
 from porting import Port
+
+# Written as TF1 code was; its deprecation notice is TensorFlow telling the team to port it.
+warnings.filterwarnings("ignore", message="`tf.layers.batch_normalization` is deprecated")
 
 v1 = tf.compat.v1
 WEIGHT_DECAY = 1e-3
@@ -119,3 +124,36 @@ def batches(replicas, per_replica=4, steps=3, seed=0):
   n = replicas * per_replica
   return [(rng.normal(size=(n, SIZE, SIZE, 3)).astype(np.float32),
            rng.integers(0, CLASSES, size=n).astype(np.int32)) for _ in range(steps)]
+
+
+def train_tf1(prefix, batches, steps=2):
+  """The team's own TF1 run: one tower, MomentumOptimizer, UPDATE_OPS, a Saver checkpoint at
+  `prefix`; returns {variable name: value} as saved."""
+  with tf.Graph().as_default() as graph:
+    images = v1.placeholder(tf.float32, [None, SIZE, SIZE, 3])
+    labels = v1.placeholder(tf.int32, [None])
+    global_step = v1.train.get_or_create_global_step()
+    loss, _ = tower_loss(images, labels)
+    with tf.control_dependencies(v1.get_collection(v1.GraphKeys.UPDATE_OPS)):
+      train_op = tf1_optimizer(global_step).minimize(loss, global_step=global_step)
+    saver = v1.train.Saver()
+    with v1.Session(graph=graph) as sess:
+      sess.run(v1.global_variables_initializer())
+      for x, y in batches[:steps]:
+        sess.run(train_op, {images: x, labels: y})
+      saver.save(sess, prefix, write_meta_graph=False)
+      return sess.run({v.op.name: v for v in v1.global_variables()})
+
+
+def restore_tf1(prefix, example):
+  """What the team's own TF1 graph and Saver restore from `prefix`: {name: value}."""
+  with tf.Graph().as_default() as graph:
+    images = v1.placeholder(tf.float32, [None, SIZE, SIZE, 3])
+    labels = v1.placeholder(tf.int32, [None])
+    global_step = v1.train.get_or_create_global_step()
+    loss, _ = tower_loss(images, labels)
+    tf1_optimizer(global_step).minimize(loss, global_step=global_step)
+    del example
+    with v1.Session(graph=graph) as sess:
+      v1.train.Saver().restore(sess, prefix)
+      return sess.run({v.op.name: v for v in v1.global_variables()})

@@ -14,7 +14,9 @@ import porting
 from porting import diffs
 from porting import matching
 from tests import bn_momentum_port as m
+from tests import helpers
 
+# pytest resets warning filters per test; the model's own filter does not outlive it.
 pytestmark = pytest.mark.filterwarnings(
     "ignore:`tf.layers.batch_normalization` is deprecated")
 
@@ -176,3 +178,83 @@ def test_the_kit_knows_nothing_of_this_project():
                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
       for name in names:
         assert name.split(".")[0] not in ours, f"{path} imports {name}"
+
+
+def test_a_checkpoint_goes_tf1_to_tf2_and_back_slots_included(tmp_path):
+  data = m.batches(1, steps=2)
+  saved = m.train_tf1(str(tmp_path / "tf1" / "model.ckpt-2"), data)
+  path = porting.tf1_to_tf2(m.port(), str(tmp_path / "tf1" / "model.ckpt-2"),
+                            str(tmp_path / "tf2" / "ckpt"), data[0])
+  # Restored by the TF2 side as a TF2 program would: its model, its optimizer, a Checkpoint.
+  net, optimizer = m.Net(), m.tf2_optimizer()
+  optimizer.build(net.trainable_variables)
+  tf.train.Checkpoint(model=net, optimizer=optimizer).read(path).assert_existing_objects_matched()
+  weights = {v.path.split("/", 1)[1]: v.numpy() for v in net.weights}
+  for name in ("conv1/kernel", "bn1/gamma", "bn1/beta", "bn1/moving_mean",
+               "bn1/moving_variance", "logits/kernel", "logits/bias"):
+    np.testing.assert_array_equal(weights[name], saved[name], err_msg=name)
+  assert int(optimizer.iterations.numpy()) == saved["global_step"] == 2
+  velocity = {v.name: v.numpy() for v in optimizer.variables}
+  lr = np.float32(m.LEARNING_RATE)
+  np.testing.assert_array_equal(velocity[f"{net.conv.kernel.path.replace('/', '_')}_momentum"],
+                                -lr * saved["conv1/kernel/Momentum"])
+  # And back, restored by the team's own TF1 graph and Saver.
+  back = porting.tf2_to_tf1(m.port(), path, str(tmp_path / "tf1_again" / "model.ckpt"),
+                            data[0])
+  restored = m.restore_tf1(back, data[0])
+  assert restored.keys() == saved.keys()
+  for name, value in saved.items():
+    if name.endswith("/Momentum"):  # -(-lr x accum) / lr: within an ULP of the accum
+      assert diffs.diff(value, restored[name]).ulps <= 1, name
+    else:
+      np.testing.assert_array_equal(restored[name], value, err_msg=name)
+
+
+PORT = ("--port=tests.bn_momentum_port:port", "--batches=tests.bn_momentum_port:batches")
+
+
+def test_the_command_line_compares_and_converts(tmp_path, capsys):
+  result = helpers.call("porting.__main__", *PORT, "--replicas=2", "--steps=3", "compare")
+  printed = capsys.readouterr().out
+  assert result.returncode == 1 and printed.rstrip().endswith("NOT EQUAL")
+  assert "cause: momentum: MomentumOptimizer keeps accum" in printed
+  result = helpers.call("porting.__main__", *PORT, "--replicas=2", "--tolerance=1e-6",
+                        "compare")
+  assert result.returncode == 0 and capsys.readouterr().out.rstrip().endswith("\nEQUAL")
+  data = m.batches(1, steps=2)
+  saved = m.train_tf1(str(tmp_path / "model.ckpt-2"), data)
+  result = helpers.call("porting.__main__", *PORT, "tf1_to_tf2", str(tmp_path / "model.ckpt-2"),
+                        str(tmp_path / "tf2" / "ckpt"))
+  assert result.returncode == 0, result.stderr
+  assert capsys.readouterr().out.strip() == f"wrote {tmp_path / 'tf2' / 'ckpt'}"
+  result = helpers.call("porting.__main__", *PORT, "tf2_to_tf1", str(tmp_path / "tf2" / "ckpt"),
+                        str(tmp_path / "back" / "model.ckpt"))
+  assert result.returncode == 0, result.stderr
+  restored = m.restore_tf1(str(tmp_path / "back" / "model.ckpt"), data[0])
+  np.testing.assert_array_equal(restored["conv1/kernel"], saved["conv1/kernel"])
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("compare",), "--port must be module:attribute"),
+    (("--port=tests.nothing_here:port", "compare"), "cannot import tests.nothing_here"),
+    ((*PORT, "convert"), "give a command: compare, tf1_to_tf2, tf2_to_tf1"),
+    ((*PORT, "--replicas=0", "compare"), "--replicas must be a positive integer"),
+    ((*PORT, "tf1_to_tf2", "/nonexistent/model.ckpt"), "takes two paths"),
+    ((*PORT, "tf1_to_tf2", "/nonexistent/model.ckpt", "/tmp/x"),
+     "cannot read the TF1 checkpoint /nonexistent/model.ckpt"),
+    ((*PORT, "tf2_to_tf1", "/nonexistent/ckpt-1", "/tmp/x"),
+     "cannot restore the TF2 model from /nonexistent/ckpt-1"),
+])
+def test_every_command_line_failure_is_one_line(args, expected):
+  helpers.check_one_line(helpers.call("porting.__main__", *args), expected)
+
+
+def test_a_checkpoint_of_another_model_is_one_line(tmp_path):
+  # The TF2 checkpoint handed to tf1_to_tf2: none of the TF1 names are in it.
+  data = m.batches(1, steps=1)
+  m.train_tf1(str(tmp_path / "model.ckpt-1"), data, steps=1)
+  tf2 = porting.tf1_to_tf2(m.port(), str(tmp_path / "model.ckpt-1"), str(tmp_path / "ckpt"),
+                           data[0])
+  result = helpers.call("porting.__main__", *PORT, "tf1_to_tf2", tf2, str(tmp_path / "again"))
+  line = helpers.check_one_line(result, f"the TF1 checkpoint {tf2} lacks conv1/kernel")
+  assert "is it this model's?" in line

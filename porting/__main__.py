@@ -1,0 +1,89 @@
+"""The porting kit's command line: compare a port, or convert its checkpoints.
+
+  python -m porting compare --port=tests.bn_momentum_port:port \
+      --batches=tests.bn_momentum_port:batches --replicas=2 --steps=3
+  python -m porting tf1_to_tf2 --port=... --batches=... TF1_CHECKPOINT TF2_PREFIX
+  python -m porting tf2_to_tf1 --port=... --batches=... TF2_CHECKPOINT TF1_PREFIX
+
+--port names `module:attribute`, a porting.Port or a function returning one; --batches a
+function called with the number of replicas that returns the global batches (a list of
+(images, labels)), or a function step -> batch. `compare` prints the report and exits 0 when
+the port is equal within --tolerance, 1 when it is not; every failure is one line, exit 2.
+"""
+
+import importlib
+import os
+import sys
+
+from absl import flags
+
+from cifar10.errors import UsageError
+from harness import cli
+
+COMMANDS = ("compare", "tf1_to_tf2", "tf2_to_tf1")
+
+
+def define_flags(fv):
+  flags.DEFINE_string("port", None, "module:attribute of the porting.Port (or a function "
+                      "returning one).", flag_values=fv)
+  flags.DEFINE_string("batches", None, "module:function: batches(replicas) -> the global "
+                      "batches, a list of (images, labels) or a function of the step.",
+                      flag_values=fv)
+  flags.DEFINE_integer("replicas", 2, "Towers and replicas (GPUs, or logical CPU devices).",
+                       flag_values=fv)
+  flags.DEFINE_integer("steps", 3, "Steps to compare.", flag_values=fv)
+  flags.DEFINE_float("tolerance", 0.0, "Largest max relative difference per variable that "
+                     "still counts as equal (0: the same bits).", flag_values=fv)
+
+
+def _load(reference, what):
+  module_name, _, attribute = (reference or "").partition(":")
+  if not module_name or not attribute:
+    raise UsageError(f"--{what} must be module:attribute (e.g. my_team.port:PORT), got "
+                     f"{reference!r}")
+  sys.path.insert(0, os.getcwd())  # the team's own modules, from where the command runs
+  try:
+    module = importlib.import_module(module_name)
+  except ImportError as e:
+    raise UsageError(f"--{what}: cannot import {module_name} ({e})") from None
+  if not hasattr(module, attribute):
+    raise UsageError(f"--{what}: {module_name} has no {attribute!r}")
+  return getattr(module, attribute)
+
+
+def main(values, args):
+  if not args or args[0] not in COMMANDS:
+    raise UsageError(f"give a command: {', '.join(COMMANDS)}")
+  command, paths = args[0], args[1:]
+  for name in ("replicas", "steps"):
+    if getattr(values, name) < 1:
+      raise UsageError(f"--{name} must be a positive integer, got {getattr(values, name)}")
+  if values.tolerance < 0:
+    raise UsageError(f"--tolerance must be >= 0, got {values.tolerance}")
+  if command != "compare" and len(paths) != 2:
+    raise UsageError(f"{command} takes two paths: the checkpoint to read and the one to write")
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  import porting  # pylint: disable=g-import-not-at-top  # imports TensorFlow
+  try:
+    porting.replica_devices(values.replicas if command == "compare" else 1)
+    port = _load(values.port, "port")
+    port = port if isinstance(port, porting.Port) else port()
+    if not isinstance(port, porting.Port):
+      raise UsageError(f"--port={values.port} is not a porting.Port")
+    batches = _load(values.batches, "batches")(values.replicas if command == "compare" else 1)
+    if command == "compare":
+      report = porting.compare(port, batches, replicas=values.replicas, steps=values.steps,
+                               tolerance=values.tolerance)
+      print(report.text())
+      if not report.equal:
+        raise cli.Exit(1)
+      return
+    example = batches(0) if callable(batches) else list(batches)[0]
+    convert = porting.tf1_to_tf2 if command == "tf1_to_tf2" else porting.tf2_to_tf1
+    print(f"wrote {convert(port, paths[0], paths[1], example)}")
+  except porting.PortError as e:
+    raise UsageError(str(e)) from None
+
+
+if __name__ == "__main__":
+  cli.app_run(flags.FLAGS, define_flags, main, takes_args=True)

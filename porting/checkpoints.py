@@ -1,0 +1,115 @@
+"""A port's checkpoints, both ways, through the same variable matching as the comparison.
+
+  porting.tf1_to_tf2(port, "/runs/tf1/model.ckpt-5000", "/runs/tf2/ckpt", example)
+  porting.tf2_to_tf1(port, "/runs/tf2/ckpt-1", "/runs/tf1_again/model.ckpt", example)
+
+TF1 -> TF2 reads a name-based checkpoint (the team's Saver's) and writes the object-based
+`tf.train.Checkpoint(model=..., optimizer=...)` of the TF2 model: its weights, the optimizer's
+slots (in Keras's convention, report.SLOT_CONVENTIONS: Keras SGD's velocity is -lr x
+MomentumOptimizer's accumulator, at the rate of the checkpoint's step) and its step count
+(`optimizer.iterations`, from the global step). TF2 -> TF1 writes the TF1 names back, which
+the team's own `tf.compat.v1.train.Saver` restores. Values are cast to the receiving
+variable's dtype (a float32 global step, float16 weights). `example` is one (images, labels)
+batch: the TF1 graph is built from it to learn its variables.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from porting import matching
+from porting import report
+from porting import tf1_towers
+from porting import tf2_replicas
+from porting.errors import PortError
+
+
+class _Sides:
+  """Both sides of `port` on one device, their variables paired."""
+
+  def __init__(self, port, example):
+    self.tf2 = tf2_replicas.Replicas(port, tf.distribute.get_strategy())
+    self.towers = tf1_towers.Towers(port, ["/cpu:0"], example,
+                                    tf.compat.v1.ConfigProto(allow_soft_placement=True))
+    self.pairs = matching.match(self.towers.variables(), self.tf2.variables(),
+                                port.variable_map)
+    optimizers = (self.towers.optimizer_class, type(self.tf2.optimizer).__name__)
+    to2 = dict(self.pairs)
+    self.slots = []  # (TF1 slot name, TF2 slot variable, factor or None)
+    for (name, kind), slot_name in self.towers.slot_names().items():
+      kind2, factor = report.slot_convention(optimizers, kind)
+      other = self.tf2.slots.get((to2[name], kind2))
+      if other is None:
+        raise PortError(f"the TF1 slot {slot_name} ({kind} of {name}) has no TF2 "
+                        f"counterpart: the Keras optimizer keeps no {kind2!r} slot for "
+                        f"{to2[name]}")
+      self.slots.append((slot_name, other, factor))
+
+  def close(self):
+    self.towers.close()
+
+
+def _read_tf1(path, names):
+  try:
+    reader = tf.train.load_checkpoint(path)
+  except (tf.errors.OpError, ValueError) as e:
+    raise PortError(f"cannot read the TF1 checkpoint {path}: {str(e).splitlines()[0]}") from None
+  have = reader.get_variable_to_shape_map()
+  missing = [n for n in names if n not in have]
+  if missing:
+    raise PortError(f"the TF1 checkpoint {path} lacks {', '.join(missing)} (it holds "
+                    f"{len(have)} tensors; is it this model's?)")
+  return {n: reader.get_tensor(n) for n in names}
+
+
+def tf1_to_tf2(port, tf1_checkpoint, tf2_prefix, example):
+  """Writes `tf1_checkpoint`'s values as the TF2 model's object-based checkpoint at
+  `tf2_prefix`; returns the path written."""
+  sides = _Sides(port, example)
+  try:
+    towers, tf2 = sides.towers, sides.tf2
+    step_name = towers.global_step.op.name
+    names = [a for a, _ in sides.pairs] + [s for s, _, _ in sides.slots] + [step_name]
+    values = _read_tf1(tf1_checkpoint, names)
+    towers.assign(values)  # for the rate of the checkpoint's step (its decay schedule)
+    lr = np.float32(towers.rate())
+    by_name = {tf2_replicas.variable_name(v): v for v in tf2.all}
+    for a, b in sides.pairs:
+      by_name[b].assign(values[a].astype(_dtype(by_name[b])))
+    for slot_name, slot, factor in sides.slots:
+      value = values[slot_name].astype(np.float32)
+      slot.assign((factor(lr) * value if factor else value).astype(_dtype(slot)))
+    tf2.optimizer.iterations.assign(int(values[step_name]))
+    return tf.train.Checkpoint(model=tf2.model, optimizer=tf2.optimizer).write(tf2_prefix)
+  finally:
+    sides.close()
+
+
+def tf2_to_tf1(port, tf2_checkpoint, tf1_prefix, example):
+  """Writes the TF2 checkpoint `tf2_checkpoint` (`tf.train.Checkpoint(model=...,
+  optimizer=...)`) under TF1 names at `tf1_prefix`, for a tf.compat.v1.train.Saver; returns
+  the path written."""
+  sides = _Sides(port, example)
+  try:
+    towers, tf2 = sides.towers, sides.tf2
+    checkpoint = tf.train.Checkpoint(model=tf2.model, optimizer=tf2.optimizer)
+    try:
+      checkpoint.read(tf2_checkpoint).assert_existing_objects_matched()
+    except (tf.errors.OpError, ValueError, AssertionError) as e:
+      raise PortError(f"cannot restore the TF2 model from {tf2_checkpoint}: "
+                      f"{str(e).splitlines()[0][:300]}") from None
+    values2 = tf2.values()
+    values = {a: values2[b] for a, b in sides.pairs}
+    values[towers.global_step.op.name] = int(tf2.optimizer.iterations.numpy())
+    towers.assign(values)
+    lr = np.float32(towers.rate())
+    for slot_name, slot, factor in sides.slots:
+      value = np.asarray(slot.numpy(), np.float32)
+      values[slot_name] = value / factor(lr) if factor else value
+    towers.assign(values)
+    return towers.save(tf1_prefix)
+  finally:
+    sides.close()
+
+
+def _dtype(variable):
+  return np.dtype(tf.as_dtype(variable.dtype).as_numpy_dtype)
