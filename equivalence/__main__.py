@@ -2,8 +2,8 @@
 
   python -m equivalence --num_gpus=2 --steps=10
 
-Tables: (1) the averaged tower gradients against the all-reduced MirroredStrategy gradients
-of one global batch (must be bit-identical); (2) the v1 towers against one device computing
+Tables: (1) the porting kit's step-by-step report of the towers against the replicas over the
+same --steps batches (losses, logits, gradients, weights: bit-identical); (2) the v1 towers against one device computing
 the whole batch (float32 summation order, 2e-6 of each variable's largest gradient);
 (3) weights and EMA shadows after --steps steps of both trainers (bit-identical), with the
 learning rate of every step. Exits 1 when any row is outside its tolerance.
@@ -38,13 +38,11 @@ def main(values):
     if getattr(values, name) < 1:
       raise UsageError(f"--{name} must be a positive integer, got {getattr(values, name)}")
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from harness import determinism  # pylint: disable=g-import-not-at-top
   determinism.apply()  # what the trainers' --deterministic (the default) sets
   n = values.num_gpus
-  if n > 1:
-    tf.config.set_logical_device_configuration(
-        tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * n)
+  import porting  # pylint: disable=g-import-not-at-top
+  porting.replica_devices(n)  # the first n GPUs, or n logical CPU devices (made before TF runs)
   from absl import logging  # pylint: disable=g-import-not-at-top
   logging.set_verbosity(logging.WARNING)  # the tables are the output, not TF's progress notes
   from equivalence import report  # pylint: disable=g-import-not-at-top

@@ -1,20 +1,24 @@
-"""The comparisons `python -m equivalence` prints, as one library function tests can call."""
+"""The comparisons `python -m equivalence` prints, as one library function tests can call.
+
+The step-by-step comparison of the towers and the replicas is the porting kit's, run on this
+project's pair (equivalence.cifar10_port); the rest drives the real loops."""
 
 from cifar10 import schedule
+from equivalence import cifar10_port
 from equivalence import compare
 from equivalence import runs
+import porting
 
 
 def run(n, seed, steps, per_replica_batch, decay_steps, single_device_tolerance,
         multi_worker=False):
   """(report text, every row ok) for n replicas/towers; with multi_worker, also n worker
   processes of MultiWorkerMirroredStrategy (1 replica each) against n v1 towers."""
-  images, labels = runs.global_batch(seed, per_replica_batch * n)
-  v1_grads = runs.v1_gradients(n, seed, images, labels)
+  batches = cifar10_port.batches(seed, per_replica_batch * n, steps)
+  kit = porting.compare(cifar10_port.port(seed, decay_steps), batches, replicas=n, steps=steps)
+  v1_grads = kit.tf1.steps[0].gradients
   sections = []
-  rows = compare.compare(v1_grads, runs.tf2_gradients(n, seed, images, labels))
-  sections.append((f"Gradients of one global batch: v1 {n} towers vs TF2 {n} replicas", rows,
-                   0.0))
+  images, labels = batches[0]
   rows = compare.compare(runs.single_device_gradients(seed, images, labels), v1_grads,
                          single_device_tolerance)
   sections.append((f"Gradients: one device, whole batch vs v1 {n} towers", rows,
@@ -33,11 +37,11 @@ def run(n, seed, steps, per_replica_batch, decay_steps, single_device_tolerance,
     sections.append((f"Weights and EMA after {steps} steps: v1 {n} towers vs "
                      f"MultiWorkerMirroredStrategy {n} workers x 1 replica (processes on "
                      "127.0.0.1)", compare.compare(d.variables, c.variables), 0.0))
-  text = [compare.table(*s) for s in sections]
+  text = [kit.text().rsplit("\n", 1)[0]] + [compare.table(*s) for s in sections]
   text.append(f"Learning rate per step: v1 {a.learning_rates}\n"
               f"                        TF2 {b.learning_rates}  "
               f"{'ok' if lr_ok else 'FAIL'}")
   text.append(f"Global step: v1 {a.global_step}, TF2 {b.global_step}  "
               f"{'ok' if step_ok else 'FAIL'}")
-  ok = lr_ok and step_ok and all(r.ok for _, rows, _ in sections for r in rows)
+  ok = kit.equal and lr_ok and step_ok and all(r.ok for _, rows, _ in sections for r in rows)
   return "\n\n".join(text), ok

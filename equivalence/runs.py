@@ -5,7 +5,8 @@ temporary train_dir, read back from what they wrote; the gradient checks call th
 builders. Each function returns plain numpy dicts keyed by the TF1 variable names, so
 `compare.py` can diff them without caring which world they came from. The TF2 side needs the process to have
 at least N logical CPU devices (or N GPUs) configured before TensorFlow starts; the v1 side
-asks its Session for N CPU devices itself.
+asks its Session for N CPU devices itself. On a machine with GPUs both use the first N GPUs,
+as the binaries do (porting.devices).
 """
 
 import dataclasses
@@ -27,6 +28,7 @@ from compat_v1.step import build_train_graph
 from harness import cluster
 from harness import driver
 from harness import launcher
+from porting import devices as porting_devices
 from strategies import devices as tf2_devices
 from strategies.step import Trainer
 
@@ -42,11 +44,12 @@ def global_batch(seed, global_batch_size):
 
 
 def _devices(n):
-  return [f"/cpu:{i}" for i in range(n)]
+  """The devices the binaries would use: the first n GPUs, or n logical CPU devices."""
+  return porting_devices.replica_devices(n)
 
 
 def _v1_session(n):
-  return v1.ConfigProto(device_count={"CPU": n, "GPU": 0})
+  return porting_devices.session_config(_devices(n))
 
 
 def tf2_gradients(n, seed, images, labels):

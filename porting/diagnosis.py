@@ -16,6 +16,7 @@ deliberately wrong port (tests/test_porting.py).
   bias gradients  only rank-1 gradients differ, by rounding (BiasAddGrad against the gradient
                 of a broadcast add sum in different orders)
   momentum      MomentumOptimizer's accumulator against Keras SGD's velocity
+  N not a power of two  dividing by N x B and by N rounds; the towers' means do not
 """
 
 import numpy as np
@@ -108,6 +109,12 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers):
       hints.append("only bias gradients differ, by rounding: BiasAddGrad (tf.nn.bias_add) "
                    "and the gradient of a broadcast add (x + b) sum over the batch in "
                    "different orders; use the same op on both sides")
+  if n & (n - 1) and not scaled and all(r.diff.max_rel <= ROUNDING for r in bad):
+    hints.append(f"N = {n} is not a power of two: a replica's loss, divided by the global "
+                 f"batch N x B (and its share of the regularization by N) and summed over the "
+                 "replicas, rounds differently from each tower's mean over B averaged over "
+                 "N; only a power of two divides without rounding (every difference here is "
+                 "of rounding size)")
   if optimizers == ("MomentumOptimizer", "SGD"):
     trainable = {to2[k] for k in names}
     weights = [r for r in bad if r.kind in ("weight", "slot") and r.tf2.split(":")[0] in

@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 from cifar10 import model
+from equivalence import cifar10_port
 from equivalence import compare
 from equivalence import report
 from equivalence import runs
+import porting
 
 SEED = 4
 PER_REPLICA = 8
@@ -39,6 +41,33 @@ def test_tower_gradients_are_bit_identical_to_mirrored_gradients(n, batches):
   assert list(v1_grads) == list(model.VARIABLE_NAMES)
   _assert_ok(compare.compare(v1_grads, tf2_grads))
   assert all(np.abs(g).max() > 0 for g in v1_grads.values())
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_the_porting_kit_finds_towers_and_replicas_bit_identical_step_by_step(n, batches):
+  # This project's pair through the kit's public API, as a team's model would go.
+  steps = [batches[n]] + cifar10_port.batches(SEED, PER_REPLICA * n, 3)[1:]
+  kit = porting.compare(cifar10_port.port(SEED, decay_steps=2), steps, replicas=n, steps=3)
+  assert kit.equal and not kit.hints, kit.text()
+  assert {r.kind for r in kit.rows} == {"loss", "outputs", "gradient", "weight"}
+  assert all(r.diff.ulps == 0 for r in kit.rows)
+  assert [name for name, _ in kit.pairs] == list(model.VARIABLE_NAMES)
+  # The staircase decay crossed: 0.1, 0.1, then 0.01 on both sides.
+  assert kit.learning_rates[0] == kit.learning_rates[1] and kit.learning_rates[0][2] < 0.02
+  # The kit's TF1 side is compat_v1's real tower graph to the bit.
+  images, labels = batches[n]
+  v1_grads = runs.v1_gradients(n, SEED, images, labels)
+  _assert_ok(compare.compare(v1_grads, kit.tf1.steps[0].gradients))
+  assert all(np.abs(g).max() > 0 for g in v1_grads.values())
+
+
+def test_at_three_replicas_the_kit_names_the_rounding_of_a_division_by_three():
+  # The contract's bound (README): N x B and N are exact divisors only for powers of two.
+  kit = porting.compare(cifar10_port.port(SEED, decay_steps=2),
+                        cifar10_port.batches(SEED, PER_REPLICA * 3, 2), replicas=3, steps=2)
+  assert not kit.equal
+  assert max(r.diff.max_rel for r in kit.rows) < 1e-5
+  assert [h.split(":")[0] for h in kit.hints] == ["N = 3 is not a power of two"]
 
 
 @pytest.mark.parametrize("n", [2, 4])

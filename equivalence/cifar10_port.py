@@ -1,0 +1,73 @@
+"""This project's CIFAR-10 pair as a porting.Port: the kit's first user.
+
+The TF1 side is compat_v1's tower (`tower_params`: get_variable on /cpu:0, reused by every
+tower) with the shared model and the tutorial's tower loss; the TF2 side the same model's
+variables in a tf.Module, the per-replica loss of strategies' step (summed over the global
+batch, weight decay divided by N), and the staircase schedule on both optimizers (TF1's
+GradientDescentOptimizer, a Keras SGD). `python -m equivalence` prints the kit's report of
+it; tests/test_equivalence.py holds it to the bit.
+"""
+
+import keras
+import tensorflow as tf
+
+from cifar10 import data_sources as sources
+from cifar10 import input_pipeline as ip
+from cifar10 import losses
+from cifar10 import model
+from cifar10 import schedule
+from compat_v1.step import tower_params
+import porting
+
+v1 = tf.compat.v1
+
+
+class Cifar10(tf.Module):
+  """The model's variables under their TF1 names ('conv1/weights', ...)."""
+
+  def __init__(self, initial_values):
+    super().__init__(name=None)
+    self.params = {n: tf.Variable(initial_values[n], name=n) for n in model.VARIABLE_NAMES}
+
+
+class _Schedule(keras.optimizers.schedules.LearningRateSchedule):
+  """cifar10.schedule on the optimizer's step count (TF1: the global step)."""
+
+  def __init__(self, decay_steps):
+    self.decay_steps = decay_steps
+
+  def __call__(self, step):
+    return schedule.learning_rate(step, self.decay_steps)
+
+  def get_config(self):
+    return {"decay_steps": self.decay_steps}
+
+
+def port(seed, decay_steps):
+  """The Port of the two trainers' shared core at `seed`, decaying every `decay_steps`."""
+  initial = model.initial_values(seed)
+
+  def tower_loss(images, labels):
+    params = tower_params(initial)
+    logits = model.inference(params, images)
+    return losses.tower_loss(logits, labels, params), logits
+
+  def replica_loss(net, images, labels, global_batch_size):
+    logits = model.inference(net.params, images)
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    return losses.replica_loss(logits, labels, net.params, global_batch_size, replicas), logits
+
+  return porting.Port(
+      tower_loss=tower_loss,
+      tf1_optimizer=lambda step: v1.train.GradientDescentOptimizer(
+          schedule.learning_rate(step, decay_steps)),
+      build_model=lambda: Cifar10(initial),
+      replica_loss=replica_loss,
+      tf2_optimizer=lambda: keras.optimizers.SGD(_Schedule(decay_steps)))
+
+
+def batches(seed, global_batch_size, steps):
+  """The first `steps` global batches of the shared synthetic training stream, as numpy."""
+  stream = ip.train_dataset(sources.synthetic_source(seed), seed=seed,
+                            global_batch_size=global_batch_size)
+  return [(x.numpy(), y.numpy()) for x, y in stream.take(steps)]
