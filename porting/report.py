@@ -98,7 +98,7 @@ def summary(table, tolerance):
 def text(table, tolerance, learning_rates, hints, title):
   """The report as aligned text: one line per (kind, variable), the rates, hints, verdict."""
   bound = "bit-identical" if tolerance == 0 else f"max rel diff <= {tolerance:g}"
-  lines = [f"{title} ({bound})",
+  lines = [f"{title} ({bound}; steps count from 0)",
            f"  {'kind':<8} {'TF1':<36} {'TF2':<36} {'max |diff|':>10} {'max rel':>9} "
            f"{'ULPs':>6}  first  verdict"]
   for (kind, tf1), (worst, first, tf2) in summary(table, tolerance).items():

@@ -9,6 +9,7 @@ loss scaled by the global batch and the regularization by the replicas.
 `port()` is the kit's Port of the pair; `wrong_port(kind)` a port with one known mistake.
 """
 
+import os
 import warnings
 
 import numpy as np
@@ -47,7 +48,7 @@ def tower_loss(images, labels, fused=False, conv_bias=False):
   """
   with v1.variable_scope("conv1"):
     kernel = v1.get_variable("kernel", [3, 3, 3, FILTERS], regularizer=_l2,
-                             initializer=v1.glorot_uniform_initializer())
+                             initializer=v1.glorot_uniform_initializer(seed=1))
     x = tf.nn.conv2d(images, kernel, 1, "SAME")
     if conv_bias:
       x = tf.nn.bias_add(x, v1.get_variable("bias", [FILTERS],
@@ -57,7 +58,7 @@ def tower_loss(images, labels, fused=False, conv_bias=False):
   x = tf.reduce_mean(tf.nn.relu(x), [1, 2])
   with v1.variable_scope("logits"):
     weights = v1.get_variable("kernel", [FILTERS, CLASSES], regularizer=_l2,
-                              initializer=v1.glorot_uniform_initializer())
+                              initializer=v1.glorot_uniform_initializer(seed=2))
     bias = v1.get_variable("bias", [CLASSES], initializer=v1.zeros_initializer())
     logits = tf.matmul(x, weights) + bias
   cross_entropy = tf.reduce_mean(
@@ -77,13 +78,17 @@ class Net(keras.Model):
   """The TF2 port: the same layers, Keras's."""
 
   def __init__(self, conv_bias=False):
-    super().__init__()
+    super().__init__(name="net")  # named: Keras numbers unnamed models per process
     # L2(WEIGHT_DECAY / 2): Keras's L2 is l * sum(w^2), TF1's l2_loss is sum(w^2) / 2.
     regularizer = keras.regularizers.L2(WEIGHT_DECAY / 2)
+    # Seeded: the kit starts both sides from these values, and a report must not change
+    # from run to run.
     self.conv = keras.layers.Conv2D(FILTERS, 3, padding="same", use_bias=conv_bias,
+                                    kernel_initializer=keras.initializers.GlorotUniform(1),
                                     kernel_regularizer=regularizer, name="conv1")
     self.bn = keras.layers.BatchNormalization(momentum=BN_MOMENTUM, name="bn1")
-    self.dense = keras.layers.Dense(CLASSES, kernel_regularizer=regularizer, name="logits")
+    self.dense = keras.layers.Dense(CLASSES, kernel_regularizer=regularizer, name="logits",
+                                    kernel_initializer=keras.initializers.GlorotUniform(2))
     self.build((None, SIZE, SIZE, 3))
 
   def build(self, input_shape):
@@ -129,6 +134,7 @@ def batches(replicas, per_replica=4, steps=3, seed=0):
 def train_tf1(prefix, batches, steps=2):
   """The team's own TF1 run: one tower, MomentumOptimizer, UPDATE_OPS, a Saver checkpoint at
   `prefix`; returns {variable name: value} as saved."""
+  tf.io.gfile.makedirs(os.path.dirname(prefix))
   with tf.Graph().as_default() as graph:
     images = v1.placeholder(tf.float32, [None, SIZE, SIZE, 3])
     labels = v1.placeholder(tf.int32, [None])

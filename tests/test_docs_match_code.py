@@ -38,8 +38,8 @@ def _commands():
 
 
 def _flags(module):
-  binary = importlib.import_module(module if module != "equivalence" else
-                                   "equivalence.__main__")
+  binary = importlib.import_module(module if module not in ("equivalence", "porting") else
+                                   f"{module}.__main__")
   fv = flags.FlagValues()
   binary.define_flags(fv)
   names = set(fv)

@@ -4,6 +4,9 @@ be and to the measured rounding, with the cause, where it cannot; each deliberat
 is named by the report."""
 
 import functools
+import os
+import re
+import shlex
 
 import keras
 import numpy as np
@@ -258,3 +261,46 @@ def test_a_checkpoint_of_another_model_is_one_line(tmp_path):
   result = helpers.call("porting.__main__", *PORT, "tf1_to_tf2", tf2, str(tmp_path / "again"))
   line = helpers.check_one_line(result, f"the TF1 checkpoint {tf2} lacks conv1/kernel")
   assert "is it this model's?" in line
+
+
+def _section():
+  with open(os.path.join(helpers.REPO, "MIGRATION.md"), encoding="utf-8") as f:
+    text = f.read()
+  start = text.index("## Port your own model")
+  return text[start:text.index("\n## ", start + 1)]
+
+
+def _blocks(section, language):
+  return re.findall(rf"```{language}\n(.*?)```", section, re.DOTALL)
+
+
+def test_migrations_port_your_own_model_shows_the_real_code_and_output(tmp_path, capsys):
+  section = _section()
+  with open(os.path.join(helpers.REPO, "tests", "bn_momentum_port.py"), encoding="utf-8") as f:
+    source = f.read()
+  python = _blocks(section, "python")
+  assert len(python) == 4
+  for code in python[:2]:  # the TF1 code and its port, verbatim
+    assert code in source
+  commands = [c for block in _blocks(section, "sh") for c in block.strip().splitlines()]
+  assert len(commands) == 4
+  # The comparison: what it prints is the report shown, to the character.
+  args = shlex.split(commands[0])[3:]
+  result = helpers.call("porting.__main__", *args)
+  assert result.returncode == 1
+  assert capsys.readouterr().out == _blocks(section, "text")[0]
+  # The checkpoint commands, in order (their folder moved under tmp_path).
+  demo = str(tmp_path / "port_demo")
+  code = shlex.split(commands[1].replace("/tmp/port_demo", demo))[2]
+  exec(code, {})  # pylint: disable=exec-used
+  for command in commands[2:]:
+    result = helpers.call("porting.__main__",
+                          *shlex.split(command.replace("/tmp/port_demo", demo))[3:])
+    assert result.returncode == 0, result.stderr
+  restored = m.restore_tf1(f"{demo}/tf1_again/model.ckpt", None)
+  assert restored["global_step"] == 2
+  # The CI test, run as a team would: conftest first, then the test function.
+  namespace = {}
+  for code in python[2:]:
+    exec(code, namespace)  # pylint: disable=exec-used
+  namespace["test_the_tf2_port_equals_the_tf1_towers"]()
