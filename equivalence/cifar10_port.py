@@ -3,9 +3,10 @@
 The TF1 side is compat_v1's tower (`tower_params`: get_variable on /cpu:0, reused by every
 tower) with the shared model and the tutorial's tower loss; the TF2 side the same model's
 variables in a tf.Module, the per-replica loss of strategies' step (summed over the global
-batch, weight decay divided by N), and the staircase schedule on both optimizers (TF1's
-GradientDescentOptimizer, a Keras SGD). `python -m equivalence` prints the kit's report of
-it; tests/test_equivalence.py holds it to the bit.
+batch, weight decay divided by N); on both the staircase schedule (TF1's
+GradientDescentOptimizer, a Keras SGD) and the moving averages of the weights.
+`python -m equivalence` prints the kit's report of it; tests/test_equivalence.py holds it to
+the bit.
 """
 
 import keras
@@ -16,6 +17,7 @@ from cifar10 import input_pipeline as ip
 from cifar10 import losses
 from cifar10 import model
 from cifar10 import schedule
+from cifar10.hparams import DEFAULT
 from compat_v1.step import tower_params
 import porting
 
@@ -43,8 +45,10 @@ class _Schedule(keras.optimizers.schedules.LearningRateSchedule):
     return {"decay_steps": self.decay_steps}
 
 
-def port(seed, decay_steps):
-  """The Port of the two trainers' shared core at `seed`, decaying every `decay_steps`."""
+def port(seed, decay_steps, ema_order="after_update"):
+  """The Port of the two trainers' shared core at `seed`, decaying every `decay_steps`, with
+  the moving averages of the weights (the EMA applied after the update, as both trainers do
+  by default; ema_order="before_update" is the original's usual order on the TF1 side)."""
   initial = model.initial_values(seed)
 
   def tower_loss(images, labels):
@@ -63,7 +67,12 @@ def port(seed, decay_steps):
           schedule.learning_rate(step, decay_steps)),
       build_model=lambda: Cifar10(initial),
       replica_loss=replica_loss,
-      tf2_optimizer=lambda: keras.optimizers.SGD(_Schedule(decay_steps)))
+      tf2_optimizer=lambda: keras.optimizers.SGD(_Schedule(decay_steps)),
+      tf1_ema=lambda step: v1.train.ExponentialMovingAverage(DEFAULT.moving_average_decay,
+                                                             num_updates=step),
+      tf2_ema=lambda optimizer: tf.train.ExponentialMovingAverage(
+          DEFAULT.moving_average_decay, num_updates=optimizer.iterations),
+      ema_order=ema_order)
 
 
 def batches(seed, global_batch_size, steps):

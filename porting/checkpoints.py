@@ -10,7 +10,8 @@ MomentumOptimizer's accumulator, at the rate of the checkpoint's step) and its s
 (`optimizer.iterations`, from the global step). TF2 -> TF1 writes the TF1 names back, which
 the team's own `tf.compat.v1.train.Saver` restores. Values are cast to the receiving
 variable's dtype (a float32 global step, float16 weights). `example` is one (images, labels)
-batch: the TF1 graph is built from it to learn its variables.
+batch: the TF1 graph is built from it to learn its variables. A port's moving averages (EMA
+shadows) are not converted: `tf.train.Checkpoint(model, optimizer)` has no place for them.
 """
 
 import numpy as np

@@ -17,6 +17,7 @@ deliberately wrong port (tests/test_porting.py).
                 of a broadcast add sum in different orders)
   momentum      MomentumOptimizer's accumulator against Keras SGD's velocity
   N not a power of two  dividing by N x B and by N rounds; the towers' means do not
+  EMA read order  the moving averages differ while the weights they average do not
 """
 
 import numpy as np
@@ -115,6 +116,15 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers):
                  "replicas, rounds differently from each tower's mean over B averaged over "
                  "N; only a power of two divides without rounding (every difference here is "
                  "of rounding size)")
+  averages = [r for r in bad if r.kind == "average"]
+  if averages:
+    s = min(r.step for r in averages)
+    if not [r for r in bad if r.step <= s and r.kind != "average"]:
+      hints.append("the moving averages differ while the weights they average do not: the "
+                   "EMA reads the weights (and the step) at another point of the step; TF1 "
+                   f"applies it {tf1.facts.get('ema_order', 'after_update').replace('_', ' ')}"
+                   " (ema_order), TF2 after the optimizer's update; the original tutorial's "
+                   "grouped train op read them before, in most of its runs")
   if optimizers == ("MomentumOptimizer", "SGD"):
     trainable = {to2[k] for k in names}
     weights = [r for r in bad if r.kind in ("weight", "slot") and r.tf2.split(":")[0] in

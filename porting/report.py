@@ -8,6 +8,7 @@ Rows are (step, kind, TF1 name, TF2 name, Diff) with kind one of:
   weight    every model variable after the step (moving statistics included; TF2's value is
             replica 0's, the one its checkpoint saves)
   slot      optimizer slots after the step, in TF1's convention (see SLOT_CONVENTIONS)
+  average   the moving average (EMA) of each trainable variable after the step
 """
 
 import dataclasses
@@ -16,7 +17,7 @@ import numpy as np
 
 from porting import diffs
 
-KINDS = ("loss", "outputs", "gradient", "weight", "slot")
+KINDS = ("loss", "outputs", "gradient", "weight", "slot", "average")
 # (TF1 optimizer, Keras optimizer) -> {TF1 slot: (Keras slot, its factor at rate lr)}: the
 # Keras slot holds factor(lr) x the TF1 one (None: 1). MomentumOptimizer keeps
 # accum = m*accum + g and steps -lr*accum; Keras SGD keeps the velocity v = m*v - lr*g and
@@ -68,6 +69,10 @@ def rows(pairs, tf1, tf2, optimizers):
       expected = factor(np.float32(a.learning_rate)) * value if factor else value
       out.append(Row(s, "slot", f"{name}:{kind}", f"{to2[name]}:{kind2}",
                      diffs.diff(expected, other)))
+    for name, value in a.averages.items():
+      if to2[name] in b.averages:
+        out.append(Row(s, "average", name, to2[name],
+                       diffs.diff(value, b.averages[to2[name]])))
   return out
 
 

@@ -14,6 +14,7 @@ from typing import Callable, Optional
 from porting.errors import PortError
 
 UPDATE_OPS = ("first_tower", "all_towers")
+EMA_ORDERS = ("after_update", "before_update")
 
 
 @dataclasses.dataclass
@@ -36,6 +37,12 @@ class Port:
     its train op: "first_tower" (`get_collection(UPDATE_OPS, scope)` of tower 0, as the
     multi-GPU tutorials did) or "all_towers".
   variable_map: {TF1 name: TF2 name} for variables the kit cannot pair by itself.
+  tf1_ema(global_step) -> a tf.compat.v1.train.ExponentialMovingAverage of the trainable
+    variables, and tf2_ema(optimizer) -> a tf.train.ExponentialMovingAverage (its num_updates
+    typically `optimizer.iterations`): optional, both or neither. TF2 applies it after the
+    optimizer's update; TF1 where `ema_order` says: "after_update" (a control dependency on
+    the update) or "before_update" (the original tutorial's grouped train op, which in most of
+    its runs read the weights before the update).
   """
   tower_loss: Callable
   tf1_optimizer: Callable
@@ -44,11 +51,20 @@ class Port:
   tf2_optimizer: Callable
   update_ops: str = "first_tower"
   variable_map: Optional[dict] = None
+  tf1_ema: Optional[Callable] = None
+  tf2_ema: Optional[Callable] = None
+  ema_order: str = "after_update"
 
   def __post_init__(self):
     if self.update_ops not in UPDATE_OPS:
       raise PortError(f"update_ops must be one of {', '.join(UPDATE_OPS)}, got "
                       f"{self.update_ops!r}")
+    if self.ema_order not in EMA_ORDERS:
+      raise PortError(f"ema_order must be one of {', '.join(EMA_ORDERS)}, got "
+                      f"{self.ema_order!r}")
+    if (self.tf1_ema is None) != (self.tf2_ema is None):
+      raise PortError("give tf1_ema and tf2_ema both, or neither: an average on one side "
+                      "only has nothing to be compared with")
 
 
 def loss_and_outputs(result):

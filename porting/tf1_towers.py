@@ -60,8 +60,16 @@ class Towers:
       self.gradients = {_name(v): g for g, v in grads}
       lr = optimizer._call_if_callable(optimizer._learning_rate)  # pylint: disable=protected-access
       self.learning_rate = tf.convert_to_tensor(lr, tf.float32)
+      trainable = [v for _, v in grads]
+      ema = port.tf1_ema(global_step) if port.tf1_ema else None
+      if ema is not None and port.ema_order == "before_update":
+        updates = updates + [ema.apply(trainable)]
       with tf.control_dependencies(updates):
         self.train_op = optimizer.apply_gradients(grads, global_step=global_step)
+      if ema is not None and port.ema_order == "after_update":
+        with tf.control_dependencies([self.train_op]):
+          self.train_op = ema.apply(trainable)
+      self.averages = {_name(v): ema.average(v) for v in trainable} if ema else {}
       self.slots = {(_name(v), kind): optimizer.get_slot(v, kind)
                     for _, v in grads for kind in optimizer.get_slot_names()
                     if optimizer.get_slot(v, kind) is not None}
@@ -73,7 +81,8 @@ class Towers:
         for v, g in zip(variables, tf.gradients(tf.add_n(regularization), variables)):
           if g is not None:
             self.regularization[_name(v)] = g
-      self.facts = {"update_ops": port.update_ops, "fused_batch_norm": any(
+      self.facts = {"update_ops": port.update_ops, "ema_order": port.ema_order,
+                    "fused_batch_norm": any(
           op.type.startswith("FusedBatchNorm") for op in self.graph.get_operations())}
       # Assignments made now: the graph is finalized before the Session runs.
       self.all_variables = v1.global_variables()  # model, slots, global step
@@ -128,10 +137,12 @@ class Towers:
                "outputs": [o for o in self.outputs if o is not None]}
     out = self.sess.run(fetches, feed)
     after = self.sess.run({"weights": {_name(v): v for v in self.model_variables},
+                           "averages": self.averages,
                            "slots": self.slots})
     outputs = out["outputs"] if out["outputs"] else [None] * len(self.losses)
     return Step([np.asarray(x) for x in out["losses"]], outputs, out["gradients"],
-                float(lr), after["weights"], after["slots"], regularization)
+                float(lr), after["weights"], after["slots"], regularization,
+                after["averages"])
 
   def close(self):
     self.sess.close()

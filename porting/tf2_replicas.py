@@ -60,12 +60,21 @@ class Replicas:
       self.all = _variables(self.model)
       self.trainable = [v for v in self.all if v.trainable]
       self.optimizer.build(self.trainable)
+      # The port's EMA, its shadows made now (eagerly, under the scope: a tf.function cannot).
+      self.ema = port.tf2_ema(self.optimizer) if port.tf2_ema else None
+      if self.ema is not None:
+        self.ema.apply(self._tf_trainable())
     self.slots = slot_variables(self.optimizer, self.trainable)
     self.names = [variable_name(v) for v in self.trainable]
     self._step = tf.function(self._distributed_step)
 
   def variables(self):
     return [(variable_name(v), tuple(v.shape)) for v in self.all]
+
+  def _tf_trainable(self):
+    """The trainable variables as TensorFlow variables (a Keras variable's `value`), which
+    tf.train.ExponentialMovingAverage takes."""
+    return [getattr(v, "value", v) if hasattr(v, "path") else v for v in self.trainable]
 
   def trace(self):
     return Trace(self.variables(), self.names,
@@ -99,7 +108,11 @@ class Replicas:
       self.optimizer.apply_gradients(zip(grads, self.trainable))
       return loss, outputs, summed, lr
 
-    return self.strategy.run(replica, (x, y))
+    out = self.strategy.run(replica, (x, y))
+    if self.ema is not None:  # after the update: the program order is the execution order
+      with self.strategy.scope():
+        self.ema.apply(self._tf_trainable())
+    return out
 
   def step(self, images, labels):
     loss, outputs, summed, lr = self._step(tf.constant(images), tf.constant(labels))
@@ -108,8 +121,11 @@ class Replicas:
     outputs = ([_numpy(o) for o in local(outputs)] if outputs is not None
                else [None] * len(losses))
     gradients = {n: _numpy(local(g)[0]) for n, g in zip(self.names, summed)}
+    averages = ({n: _numpy(self.ema.average(v)) for n, v in zip(self.names,
+                                                                  self._tf_trainable())}
+                if self.ema is not None else {})
     return Step(losses, outputs, gradients, float(_numpy(local(lr)[0])), self.values(),
-                {key: _numpy(slot) for key, slot in self.slots.items()})
+                {key: _numpy(slot) for key, slot in self.slots.items()}, averages=averages)
 
   def assign(self, values):
     for v in self.all:

@@ -11,7 +11,8 @@ class Step:
   after the step} (every model variable, moving statistics included); slots: {(variable,
   slot kind): value after the step}; regularization: {trainable variable: the gradient of
   the regularization losses alone} (TF1 side, where its REGULARIZATION_LOSSES collection has
-  any)."""
+  any); averages: {trainable variable: its moving average after the step} (where the port
+  has an EMA)."""
   losses: list
   outputs: list
   gradients: dict
@@ -19,6 +20,7 @@ class Step:
   weights: dict
   slots: dict
   regularization: dict = dataclasses.field(default_factory=dict)
+  averages: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass

@@ -304,3 +304,26 @@ def test_migrations_port_your_own_model_shows_the_real_code_and_output(tmp_path,
   for code in python[2:]:
     exec(code, namespace)  # pylint: disable=exec-used
   namespace["test_the_tf2_port_equals_the_tf1_towers"]()
+
+
+def test_a_tf1_checkpoint_with_a_float_step_and_half_weights_converts(tmp_path):
+  # The original tutorial's checkpoints: a float32 global step; --use_fp16: float16 weights.
+  data = m.batches(1, steps=2)
+  saved = m.train_tf1(str(tmp_path / "tf1" / "model.ckpt-2"), data)
+  with tf.Graph().as_default(), tf.compat.v1.Session() as sess:
+    cast = {name: tf.compat.v1.Variable(
+        value.astype(np.float32 if name == "global_step" else
+                     np.float16 if "Momentum" not in name and "moving" not in name else
+                     value.dtype), name=name) for name, value in saved.items()}
+    sess.run(tf.compat.v1.global_variables_initializer())
+    tf.compat.v1.train.Saver(cast).save(sess, str(tmp_path / "old" / "model.ckpt-2"),
+                                        write_meta_graph=False)
+  path = porting.tf1_to_tf2(m.port(), str(tmp_path / "old" / "model.ckpt-2"),
+                            str(tmp_path / "tf2" / "ckpt"), data[0])
+  net, optimizer = m.Net(), m.tf2_optimizer()
+  optimizer.build(net.trainable_variables)
+  tf.train.Checkpoint(model=net, optimizer=optimizer).read(path).assert_existing_objects_matched()
+  assert int(optimizer.iterations.numpy()) == 2
+  np.testing.assert_array_equal(net.conv.kernel.numpy(),
+                                saved["conv1/kernel"].astype(np.float16).astype(np.float32))
+  assert net.conv.kernel.numpy().dtype == np.float32
