@@ -24,7 +24,8 @@ class Port:
   tower_loss(images, labels) -> loss, or (loss, outputs): one tower's loss, built in a graph
     with `tf.compat.v1.get_variable` / `tf.compat.v1.layers` as the team wrote it; the kit
     calls it once per tower under `name_scope('tower_i')`, reusing the variables after tower 0,
-    on that tower's device, as the original's `tower_loss(scope)`.
+    on that tower's device. Written as the original's `tower_loss(scope, images, labels)` (a
+    first parameter named `scope`), it gets that name scope, for `get_collection(.., scope)`.
   tf1_optimizer(global_step) -> a tf.compat.v1.train.Optimizer (its learning rate may decay
     with global_step, which the train op increments once per step).
   build_model() -> the TF2 model (a Keras model or layer, or a tf.Module); called under the

@@ -6,6 +6,8 @@ the variables reused after tower 0, each tower's gradients from `compute_gradien
 step. The global batch is fed through a placeholder and cut into N contiguous slices.
 """
 
+import inspect
+
 import numpy as np
 import tensorflow as tf
 
@@ -42,10 +44,13 @@ class Towers:
       self.optimizer_class = type(optimizer).__name__
       before = set(v1.global_variables())
       tower_grads, self.losses, self.outputs, updates = [], [], [], []
+      # The original's tower_loss(scope, images, labels) read its 'losses' collection by scope.
+      takes_scope = next(iter(inspect.signature(port.tower_loss).parameters), None) == "scope"
       for i, (device, x, y) in enumerate(zip(devices, tf.split(images, n), tf.split(labels, n))):
         with tf.device(device), tf.name_scope(f"tower_{i}") as scope:
           with v1.variable_scope(v1.get_variable_scope(), reuse=i > 0):
-            loss, outputs = spec.loss_and_outputs(port.tower_loss(x, y))
+            loss, outputs = spec.loss_and_outputs(
+                port.tower_loss(scope, x, y) if takes_scope else port.tower_loss(x, y))
           self.losses.append(loss)
           self.outputs.append(outputs)
           if i == 0 or port.update_ops == "all_towers":

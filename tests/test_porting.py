@@ -45,6 +45,24 @@ def test_the_faithful_port_is_bit_identical_where_it_can_be(replicas):
   assert report.learning_rates == ([float(np.float32(0.1))] * 3,) * 2
 
 
+def _classic_tower_loss(scope, images, labels):
+  """The original's form: the tower adds its loss to the 'losses' collection and sums the
+  collection of its own scope."""
+  loss, logits = m.tower_loss(images, labels)
+  tf.compat.v1.add_to_collection("losses", loss)
+  return tf.add_n(tf.compat.v1.get_collection("losses", scope)), logits
+
+
+def test_a_tower_function_of_the_originals_form_gets_its_scope():
+  plain = porting.compare(m.port(), m.batches(2), replicas=2, steps=2)
+  classic = porting.compare(m.port(tower_loss=_classic_tower_loss), m.batches(2), replicas=2,
+                            steps=2)
+  # Each tower's collection holds its own loss only: the same numbers as the plain form.
+  assert [(r.kind, r.tf1, r.diff) for r in classic.rows] == [
+      (r.kind, r.tf1, r.diff) for r in plain.rows]
+  assert any(r.diff.max_abs > 0 for r in plain.rows)
+
+
 def _per_replica_batch(model, images, labels, global_batch_size):
   del global_batch_size  # the mistake
   logits = model(images, training=True)
