@@ -1,10 +1,11 @@
 """The multi-tower training graph of `cifar10_multi_gpu_train.py`, over the shared core.
 
 Call `build_train_graph(...)` inside a `tf.Graph().as_default()` block. It creates the
-variables on /cpu:0 with tf.compat.v1.get_variable under their TF1 scopes (initial values from
+variables on the parameter device (/cpu:0, or the first GPU: compat_v1.devices) with
+tf.compat.v1.get_variable under their TF1 scopes (initial values from
 `cifar10.model.initial_values(seed)`), splits the global batch into contiguous tower slices,
 builds one tower per device under `tf.device(dev)` and `name_scope('tower_i')` with variable
-reuse after the first, averages the tower gradients on the CPU, applies them with
+reuse after the first, averages the tower gradients there, applies them with
 GradientDescentOptimizer and the global step, then updates the EMA. Unlike the original,
 the EMA never races the update: a control dependency runs it after the update
 (ema_reads="updated") or before it (ema_reads="previous", the order the original's group
@@ -28,14 +29,15 @@ TrainGraph = collections.namedtuple(
     "TrainGraph", "train_op loss learning_rate global_step params ema grads summary_op hooks")
 
 
-def tower_params(initial_values):
+def tower_params(initial_values, device="/cpu:0"):
   """The model variables, created by the first tower and reused by the others.
 
   The caller's variable scope decides: after tower 0 calls `reuse_variables()`, get_variable
-  returns the existing variables. /cpu:0 holds them, as `_variable_on_cpu` did.
+  returns the existing variables. `device` holds them: /cpu:0, as `_variable_on_cpu` did (see
+  build_train_graph's param_device for GPUs).
   """
   params = {}
-  with tf.device("/cpu:0"):
+  with tf.device(device):
     for spec in model.SPECS:
       scope, leaf = spec.name.split("/")
       with v1.variable_scope(scope):
@@ -70,7 +72,7 @@ def average_gradients(tower_grads):
 
 def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
                       compute_dtype=tf.float32, loss_scale=None, sync_replicas=0,
-                      is_chief=True, ema_reads="updated"):
+                      is_chief=True, ema_reads="updated", param_device="/cpu:0"):
   """The train op and what the loop reports; `images`/`labels` are one global batch.
 
   sync_replicas=K (ps/worker only) wraps the optimizer in SyncReplicasOptimizer aggregating K
@@ -78,7 +80,9 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
   `hooks` must go to the session. loss_scale (fp16): each tower differentiates its loss times
   this and divides its gradients by it again (cifar10.precision); with precision.DYNAMIC the
   scale lives in the variables `loss_scale` and `loss_scale_good_steps` and a step with
-  non-finite gradients updates no weight.
+  non-finite gradients updates no weight. param_device holds the weights, their averaged
+  gradients, their update and their EMA (the optimizer and the EMA colocate their ops with
+  the variables); compat_v1.devices.parameter_device decides it.
   """
   initial_values = model.initial_values(seed)
   dynamic = loss_scale == precision.DYNAMIC
@@ -98,7 +102,7 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
   with v1.variable_scope(v1.get_variable_scope()):
     for i, device in enumerate(devices):
       with tf.device(device), tf.name_scope(f"{TOWER_NAME}_{i}"):
-        params = tower_params(initial_values)
+        params = tower_params(initial_values, param_device)
         activations = {}  # the last tower's are summarised, as in the original
         logits = model.inference(params, image_slices[i], compute_dtype, activations)
         terms = losses.tower_terms(logits, label_slices[i], params)
@@ -109,8 +113,9 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
         unscaled = precision.unscaled([g for g, _ in grads], loss_scale)
         tower_grads.append(list(zip(unscaled, variables)))
         tower_losses.append(loss)
-  with tf.device("/cpu:0"):
+  with tf.device(param_device):
     grads = average_gradients(tower_grads)
+  with tf.device("/cpu:0"):
     if dynamic:
       finite = precision.all_finite([g for g, _ in grads])
       grads = list(zip(precision.skipped_if_not(finite, [g for g, _ in grads]),
@@ -126,14 +131,14 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
       with tf.control_dependencies([loss]):
         train_op = opt.apply_gradients(grads, global_step=global_step)
     elif ema_reads == "previous":
-      with tf.control_dependencies([loss]):
+      with tf.control_dependencies([loss]), tf.device(param_device):  # where the weights are
         ema_op = ema.apply(variables)
       with tf.control_dependencies([ema_op]):
         train_op = opt.apply_gradients(grads, global_step=global_step)
     else:
       with tf.control_dependencies([loss]):
         apply_op = opt.apply_gradients(grads, global_step=global_step)
-      with tf.control_dependencies([apply_op]):
+      with tf.control_dependencies([apply_op]), tf.device(param_device):
         train_op = ema.apply(variables)
     with tf.control_dependencies([loss]):
       loss_averages = {n: losses.average_update(_summary_variable(n + "/avg"), terms[n])

@@ -18,6 +18,7 @@ from cifar10 import losses
 from cifar10 import model
 from cifar10 import schedule
 from cifar10.hparams import DEFAULT
+from compat_v1 import devices as v1_devices
 from compat_v1.step import tower_params
 import porting
 
@@ -52,7 +53,8 @@ def port(seed, decay_steps, ema_order="after_update"):
   initial = model.initial_values(seed)
 
   def tower_loss(images, labels):
-    params = tower_params(initial)
+    # Where compat_v1 keeps them: the first of the kit's devices if they are GPUs, else /cpu:0.
+    params = tower_params(initial, v1_devices.parameter_device(porting.replica_devices(1)))
     logits = model.inference(params, images)
     return losses.tower_loss(logits, labels, params), logits
 

@@ -24,6 +24,7 @@ from cifar10 import input_pipeline as ip
 from cifar10 import losses
 from cifar10 import model
 from cifar10.hparams import DEFAULT
+from compat_v1 import devices as v1_devices
 from compat_v1.step import build_train_graph
 from harness import cluster
 from harness import driver
@@ -66,8 +67,10 @@ def tf2_gradients(n, seed, images, labels):
 def v1_gradients(n, seed, images, labels):
   """average_gradients of n towers for the same global batch, in a Graph and Session."""
   with tf.Graph().as_default():
-    g = build_train_graph(tf.constant(images), tf.constant(labels), _devices(n), seed=seed,
-                          decay_steps=1, hparams=DEFAULT)
+    devices = _devices(n)
+    g = build_train_graph(tf.constant(images), tf.constant(labels), devices, seed=seed,
+                          decay_steps=1, hparams=DEFAULT,
+                          param_device=v1_devices.parameter_device(devices))
     with v1.Session(config=_v1_session(n)) as sess:
       sess.run(v1.global_variables_initializer())
       values = sess.run(g.grads)

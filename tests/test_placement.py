@@ -262,3 +262,33 @@ def test_a_parameter_server_task_sets_up_its_devices(task_type, monkeypatch):
     assert asked == [config.DeviceConfig(cpu_only=True, allow_growth=True)]
   result = helpers.call("strategies.train", *flags, "--num_gpus=2")
   assert result.returncode == 2 and "one replica per worker" in result.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("kind", ["gpu", "cpu"])
+def test_the_towers_update_and_average_the_weights_on_the_replicas_device_type(kind):
+  # TF2 updates each replica's copy of a weight, and its EMA shadow, on the replica's own
+  # device. The towers must do theirs on the same type of device: a GPU kernel may fuse
+  # w - lr * g into one rounding where the CPU's rounds twice. Before: always /cpu:0 (the
+  # original's _variable_on_cpu), also with towers on GPUs. (The graph is built, not run.)
+  from cifar10.hparams import DEFAULT  # pylint: disable=g-import-not-at-top
+  from compat_v1.step import build_train_graph  # pylint: disable=g-import-not-at-top
+  names = [f"/{kind}:0", f"/{kind}:1"]
+  graph = tf.Graph()
+  with graph.as_default():
+    build_train_graph(tf.zeros([4, 24, 24, 3]), tf.zeros([4], tf.int32), names, seed=1,
+                      decay_steps=10, hparams=DEFAULT,
+                      param_device=v1_devices.parameter_device(names))
+  ops = graph.get_operations()
+  weights = [op for op in ops if op.type == "VarHandleOp" and op.name in model.VARIABLE_NAMES]
+  updates = [op for op in ops if op.type == "ResourceApplyGradientDescent"]
+  averages = [op for op in ops if op.type == "AssignSubVariableOp"
+              and op.name.startswith("ExponentialMovingAverage/")]
+  assert len(weights) == len(updates) == len(averages) == len(model.VARIABLE_NAMES)
+  assert {op.device for op in weights + updates + averages} == {f"/device:{kind.upper()}:0"}
+  if kind == "cpu":  # TF2: each replica's copy lives, and is updated, on its replica's device
+    strategy = tf2_devices.get_strategy("mirrored", names)
+    from strategies.step import Trainer  # pylint: disable=g-import-not-at-top
+    trainer = Trainer(strategy, seed=1, global_batch_size=8, decay_steps=10)
+    for name in model.VARIABLE_NAMES:
+      copies = strategy.experimental_local_results(trainer.params[name])
+      assert [c.device.lower().rsplit("device:", 1)[1] for c in copies] == ["cpu:0", "cpu:1"]
