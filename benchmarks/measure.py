@@ -52,10 +52,21 @@ def _config(train_dir, batch, warmup, steps, precision):
                             save_checkpoint_steps=warmup + steps)
 
 
+# What every measurement of this process runs under: the bit contract's GPU settings
+# (--deterministic, the default, as the trainers) or not (benchmarks.throughput
+# --nodeterministic: what they cost, on a GPU).
+SETTINGS = {"deterministic": True}
+
+
+def configure(deterministic):
+  SETTINGS["deterministic"] = deterministic
+
+
 def _tf2_strategy(n, threads):
   from cifar10 import config  # pylint: disable=g-import-not-at-top
   from strategies import devices  # pylint: disable=g-import-not-at-top
-  names = devices.setup(config.DeviceConfig(num_gpus=n, intra_op_threads=threads))
+  names = devices.setup(config.DeviceConfig(num_gpus=n, intra_op_threads=threads,
+                                            deterministic=SETTINGS["deterministic"]))
   return devices.get_strategy("mirrored", names)
 
 
@@ -72,8 +83,8 @@ def tf2(n, batch, warmup, steps, threads, precision="fp32", steps_per_loop=1):
 def v1(n, batch, warmup, steps, threads, precision="fp32"):
   from cifar10 import config  # pylint: disable=g-import-not-at-top
   from compat_v1 import devices, loop  # pylint: disable=g-import-not-at-top,g-multiple-import
-  names, session_config = devices.setup(config.DeviceConfig(num_gpus=n,
-                                                            intra_op_threads=threads))
+  names, session_config = devices.setup(config.DeviceConfig(
+      num_gpus=n, intra_op_threads=threads, deterministic=SETTINGS["deterministic"]))
   on_step, seconds = _clock(warmup, steps)
   with tempfile.TemporaryDirectory(prefix="benchmark-v1-") as train_dir:
     loop.run(_config(train_dir, batch, warmup, steps, precision), names, session_config,
@@ -126,8 +137,10 @@ def bare_step(n, batch, warmup, steps, threads, precision="fp32"):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from cifar10 import data_sources, input_pipeline, losses, model  # pylint: disable=g-import-not-at-top,g-multiple-import
   from cifar10 import precision as mixed  # pylint: disable=g-import-not-at-top
+  from harness import determinism  # pylint: disable=g-import-not-at-top
   del n  # one device: the ceiling of one replica's step
   tf.config.threading.set_intra_op_parallelism_threads(threads)
+  determinism.apply(SETTINGS["deterministic"])
   params = {k: tf.Variable(v) for k, v in model.initial_values(0).items()}
   source = data_sources.synthetic_source(0)
   images, labels = next(iter(input_pipeline.train_dataset(source, seed=0,
@@ -153,9 +166,12 @@ def bare_step(n, batch, warmup, steps, threads, precision="fp32"):
 
 
 def peak_gflops(threads, size=2048, repeats=20):
-  """float32 GFLOP/s of a size x size matmul through TensorFlow on this machine."""
+  """float32 GFLOP/s of a size x size matmul through TensorFlow on this machine (on GPUs with
+  TensorFloat-32 off under --deterministic, as the steps it is the ceiling of)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from harness import determinism  # pylint: disable=g-import-not-at-top
   tf.config.threading.set_intra_op_parallelism_threads(threads)
+  determinism.apply(SETTINGS["deterministic"])
   a, b = tf.random.normal([size, size]), tf.random.normal([size, size])
   matmul = tf.function(tf.matmul)
   for _ in range(3):

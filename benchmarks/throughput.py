@@ -52,6 +52,10 @@ def define_flags(fv):
                        "and more between minutes.", flag_values=fv)
   flags.DEFINE_integer("intra_op_threads", 0, "Threads inside one op (0: TF decides).",
                        flag_values=fv)
+  flags.DEFINE_bool("deterministic", True, "Measure under the bit contract's GPU settings, "
+                    "as the trainers run by default (--nodeterministic: without them; on a GPU "
+                    "the difference is what they cost; on CPUs nothing is set either way).",
+                    flag_values=fv)
   flags.DEFINE_string("out", None, "Folder for results.json and chart.png.", flag_values=fv)
   flags.DEFINE_string("child", None, "Internal: 'kind:N:precision', run one measurement.",
                       flag_values=fv)
@@ -60,6 +64,7 @@ def define_flags(fv):
 def _child(spec, values):
   from benchmarks import measure  # pylint: disable=g-import-not-at-top
   kind, n, precision = spec.split(":")
+  measure.configure(deterministic=values.deterministic)
   run = (int(n), values.batch_size, values.warmup, values.steps, values.intra_op_threads)
   if kind == "peak":
     result = {"gflops": measure.peak_gflops(values.intra_op_threads)}
@@ -76,7 +81,8 @@ def _run_child(spec, values):
   args = [sys.executable, "-m", "benchmarks.throughput", f"--child={spec}",
           f"--batch_size={values.batch_size}", f"--steps={values.steps}",
           f"--warmup={values.warmup}", f"--steps_per_loop={values.steps_per_loop}",
-          f"--intra_op_threads={values.intra_op_threads}"]
+          f"--intra_op_threads={values.intra_op_threads}",
+          "--deterministic" if values.deterministic else "--nodeterministic"]
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
   out = subprocess.run(args, capture_output=True, text=True, env=env, check=False)
   if out.returncode:

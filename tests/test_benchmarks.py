@@ -91,3 +91,29 @@ def test_the_keras_peer_runs_lrn_in_float32_under_mixed_precision(policy):
   finally:
     keras.mixed_precision.set_global_policy(previous)
   assert logits.shape == (2, 10) and np.all(np.isfinite(np.asarray(logits, np.float32)))
+
+
+def test_nodeterministic_reaches_every_measurement(monkeypatch):
+  # What the contract's GPU settings cost is measured by running without them: the flag goes
+  # to each child process and into the device set-up of every kind.
+  import subprocess  # pylint: disable=g-import-not-at-top
+  from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
+  from benchmarks import measure  # pylint: disable=g-import-not-at-top
+  from benchmarks import throughput  # pylint: disable=g-import-not-at-top
+  from cifar10 import config  # pylint: disable=g-import-not-at-top
+  from strategies import devices  # pylint: disable=g-import-not-at-top
+  fv = absl_flags.FlagValues()
+  throughput.define_flags(fv)
+  fv(["throughput", "--nodeterministic"])
+  argv = []
+  monkeypatch.setattr(subprocess, "run", lambda args, **_: argv.append(args) or
+                      subprocess.CompletedProcess(args, 0, '{"examples_per_sec": 1}\n', ""))
+  throughput._run_child("tf2:1:fp32", fv)  # pylint: disable=protected-access
+  assert "--nodeterministic" in argv[0]
+  asked = []
+  monkeypatch.setattr(devices, "setup", lambda c: asked.append(c) or ["/cpu:0"])
+  monkeypatch.setattr(devices, "get_strategy", lambda *_: None)
+  monkeypatch.setitem(measure.SETTINGS, "deterministic", True)
+  measure.configure(deterministic=False)
+  measure._tf2_strategy(1, 0)  # pylint: disable=protected-access
+  assert asked == [config.DeviceConfig(num_gpus=1, deterministic=False)]
