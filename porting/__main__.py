@@ -13,7 +13,9 @@ the port is equal within --tolerance, 1 when it is not; every failure is one lin
 
 import importlib
 import os
+import re
 import sys
+import traceback
 
 from absl import flags
 
@@ -83,6 +85,32 @@ def main(values, args):
     print(f"wrote {convert(port, paths[0], paths[1], example)}")
   except porting.PortError as e:
     raise UsageError(str(e)) from None
+  except (UsageError, cli.Exit):
+    raise
+  except Exception as e:  # pylint: disable=broad-except  # the team's own code failed
+    raise UsageError(_where(e)) from None
+
+
+_LIBRARIES = tuple(os.sep + p + os.sep for p in ("tensorflow", "keras", "tf_keras", "porting",
+                                                    "absl"))
+
+
+def _where(error):
+  """One line for an exception the port's own code raised: what, and the innermost line of
+  the team's code (outside TensorFlow, Keras and this kit). Inside a tf.function, autograph
+  puts the original frames into the message ('in user code: File "...", line N ...')."""
+  text = str(error)
+  frames = [(f.filename, f.lineno) for f in traceback.extract_tb(error.__traceback__)]
+  frames += [(f, int(n)) for f, n in re.findall(r'File "([^"]+)", line (\d+)', text)]
+  ours = [(f, n) for f, n in frames
+          if not any(p in f for p in _LIBRARIES) and "__autograph_generated" not in f]
+  at = f" at {ours[-1][0]}:{ours[-1][1]}" if ours else ""
+  lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+  message = lines[-1][:300] if lines else ""
+  name = type(error).__name__
+  if message.startswith(name + ": ") or re.match(r"\w+Error: ", message):
+    name, message = message.split(": ", 1)
+  return f"the port raised {name}{at}: {message}"
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ report. See the package docstring for a call."""
 
 import dataclasses
 
+from porting.errors import PortError
 from porting import devices as replica_devices
 from porting import diagnosis
 from porting import matching
@@ -60,7 +61,7 @@ def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0):
   batch = spec.batch_source(batches, steps)
   devices = replica_devices.replica_devices(replicas)
   tf2 = tf2_replicas.Replicas(port, replica_devices.strategy(devices))
-  first = batch(0)
+  first = _checked(batch(0), 0, replicas)
   towers = tf1_towers.Towers(port, devices, first, replica_devices.session_config(devices))
   try:
     pairs = matching.match(towers.variables(), tf2.variables(), port.variable_map)
@@ -68,7 +69,7 @@ def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0):
     towers.assign({a: start[b] for a, b in pairs})
     trace1, trace2 = towers.trace(), tf2.trace()
     for s in range(steps):
-      images, labels = first if s == 0 else batch(s)
+      images, labels = first if s == 0 else _checked(batch(s), s, replicas)
       trace1.steps.append(towers.step(images, labels))
       trace2.steps.append(tf2.step(images, labels))
     optimizers = (towers.optimizer_class, type(tf2.optimizer).__name__)
@@ -77,3 +78,13 @@ def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0):
   table = report.rows(pairs, trace1, trace2, optimizers)
   hints = diagnosis.causes(pairs, trace1, trace2, table, tolerance, replicas, optimizers)
   return Report(pairs, table, trace1, trace2, tolerance, hints, replicas)
+
+
+def _checked(batch, step, replicas):
+  """`batch` if it is (images, labels) of one global batch that splits into `replicas`
+  equal slices; else a PortError (TensorFlow's own error would come from deep in a step)."""
+  if len(batch) != 2 or len(batch[0]) != len(batch[1]) or len(batch[0]) % replicas:
+    raise PortError(f"the batch of step {step} must be (images, labels) of one global batch "
+                    f"that splits into {replicas} equal slices; got {len(batch)} part(s) of "
+                    f"{[len(part) for part in batch]} rows")
+  return batch

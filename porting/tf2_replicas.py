@@ -57,6 +57,9 @@ class Replicas:
     with strategy.scope():
       self.model = port.build_model()
       self.optimizer = port.tf2_optimizer()
+      if not all(hasattr(self.optimizer, a) for a in ("build", "apply_gradients", "variables")):
+        raise PortError(f"tf2_optimizer() returned {type(self.optimizer).__name__}, not a "
+                        "Keras optimizer (keras.optimizers.SGD, Adam, ...)")
       self.all = _variables(self.model)
       self.trainable = [v for v in self.all if v.trainable]
       self.optimizer.build(self.trainable)

@@ -345,3 +345,37 @@ def test_a_tf1_checkpoint_with_a_float_step_and_half_weights_converts(tmp_path):
   np.testing.assert_array_equal(net.conv.kernel.numpy(),
                                 saved["conv1/kernel"].astype(np.float16).astype(np.float32))
   assert net.conv.kernel.numpy().dtype == np.float32
+
+
+def _broken_replica_loss(model, images, labels, global_batch_size):
+  del model, images, labels, global_batch_size
+  raise ValueError("this port's loss has a bug")
+
+
+def broken_port():
+  return m.port(replica_loss=_broken_replica_loss)
+
+
+def not_keras_port():
+  return m.port(tf2_optimizer=lambda: tf.compat.v1.train.MomentumOptimizer(0.1, 0.9))
+
+
+def odd_batches(replicas):
+  return m.batches(replicas, per_replica=3)[:1] + [(np.zeros((5, 8, 8, 3), np.float32),
+                                                     np.zeros(5, np.int32))]
+
+
+@pytest.mark.parametrize("port, batches, expected", [
+    ("tests.test_porting:broken_port", "tests.bn_momentum_port:batches",
+     "the port raised ValueError at "),
+    ("tests.test_porting:not_keras_port", "tests.bn_momentum_port:batches",
+     "tf2_optimizer() returned MomentumOptimizer, not a Keras optimizer"),
+    ("tests.bn_momentum_port:port", "tests.test_porting:odd_batches",
+     "splits into 2 equal slices"),
+])
+def test_a_port_that_fails_is_one_line_naming_where(port, batches, expected):
+  result = helpers.call("porting.__main__", f"--port={port}", f"--batches={batches}",
+                        "--replicas=2", "--steps=2", "compare")
+  line = helpers.check_one_line(result, expected)
+  if "ValueError" in expected:  # the team's own line, and its message
+    assert "test_porting.py:" in line and line.endswith("this port's loss has a bug")
