@@ -2,7 +2,10 @@
 
 Logical CPU devices must be made before TensorFlow starts its runtime: `replica_devices`
 makes them when it still can and otherwise says how (a test suite's conftest, or a command
-line's first lines, sets them up front).
+line's first lines, sets them up front). On GPUs it turns on op determinism and turns
+TensorFloat-32 off, for the whole process: without them cuDNN's and BiasAddGrad's kernels
+add in the order their threads finish and float32 matmuls and convolutions round to 10-bit
+mantissas on Ampere and newer, and a comparison to the bit would see that noise.
 """
 
 import tensorflow as tf
@@ -20,6 +23,8 @@ def replica_devices(n):
   if gpus:
     if len(gpus) < n:
       raise PortError(f"{n} replicas but only {len(gpus)} GPU(s) are visible")
+    tf.config.experimental.enable_op_determinism()
+    tf.config.experimental.enable_tensor_float_32_execution(False)
     return [f"/gpu:{i}" for i in range(n)]
   cpu = tf.config.list_physical_devices("CPU")[0]
   configured = tf.config.get_logical_device_configuration(cpu) or []
@@ -37,14 +42,12 @@ def replica_devices(n):
 
 
 def strategy(devices):
-  """MirroredStrategy over `devices`. Between logical CPUs the sum runs on the first device,
-  replica by replica (ReductionToOneDevice): a fixed order, as average_gradients' towers.
-  Between GPUs NCCL (see docs/determinism.md for what that order gives up at N >= 3)."""
-  if all(d.startswith("/cpu") for d in devices):
-    ops = tf.distribute.ReductionToOneDevice(devices[0])
-  else:
-    ops = tf.distribute.NcclAllReduce()
-  return tf.distribute.MirroredStrategy(devices, cross_device_ops=ops)
+  """MirroredStrategy over `devices` that sums the replicas' gradients on the first device,
+  replica by replica (ReductionToOneDevice), on GPUs too: the order `average_gradients` adds
+  the towers in. A production run's NCCL all-reduce sums in its ring's order, which differs
+  from it at N >= 3; the comparison is of the port, not of the all-reduce."""
+  return tf.distribute.MirroredStrategy(
+      devices, cross_device_ops=tf.distribute.ReductionToOneDevice(devices[0]))
 
 
 def session_config(devices):

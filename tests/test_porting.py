@@ -379,3 +379,30 @@ def test_a_port_that_fails_is_one_line_naming_where(port, batches, expected):
   line = helpers.check_one_line(result, expected)
   if "ValueError" in expected:  # the team's own line, and its message
     assert "test_porting.py:" in line and line.endswith("this port's loss has a bug")
+
+
+def test_on_gpus_the_kit_runs_under_determinism_and_sums_in_tower_order(monkeypatch):
+  # GPUs faked at TensorFlow's device listing: the kit's own settings for a comparison to the
+  # bit there (before: none, so cuDNN's and BiasAddGrad's kernel order and TensorFloat-32 would
+  # have shown as differences), and the replica-order sum of the towers' average.
+  from porting import devices  # pylint: disable=g-import-not-at-top
+  fake = [tf.config.PhysicalDevice(f"/physical_device:GPU:{i}", "GPU") for i in range(3)]
+  calls = []
+  monkeypatch.setattr(tf.config, "list_physical_devices",
+                      lambda kind=None: fake if kind == "GPU" else [])
+  monkeypatch.setattr(tf.config.experimental, "enable_op_determinism",
+                      lambda: calls.append("op determinism"))
+  monkeypatch.setattr(tf.config.experimental, "enable_tensor_float_32_execution",
+                      lambda on: calls.append(f"tf32 {on}"))
+  assert devices.replica_devices(2) == ["/gpu:0", "/gpu:1"]
+  assert calls == ["op determinism", "tf32 False"]
+  with pytest.raises(porting.PortError, match="4 replicas but only 3 GPU"):
+    devices.replica_devices(4)
+  made = []
+  monkeypatch.setattr(tf.distribute, "MirroredStrategy",
+                      lambda names, cross_device_ops: made.append((names, cross_device_ops)))
+  devices.strategy(["/gpu:0", "/gpu:1", "/gpu:2"])
+  names, ops = made[0]
+  assert names == ["/gpu:0", "/gpu:1", "/gpu:2"]
+  assert isinstance(ops, tf.distribute.ReductionToOneDevice)
+  assert devices.session_config(names).allow_soft_placement
