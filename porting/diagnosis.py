@@ -16,6 +16,7 @@ deliberately wrong port (tests/test_porting.py).
   bias gradients  only rank-1 gradients differ, by rounding (BiasAddGrad against the gradient
                 of a broadcast add sum in different orders)
   momentum      MomentumOptimizer's accumulator against Keras SGD's velocity
+  Adam's 1 - beta  TF1's kernel rounds 1 - beta in float32, Keras in Python floats
   N not a power of two  dividing by N x B and by N rounds; the towers' means do not
   EMA read order  the moving averages differ while the weights they average do not
 """
@@ -125,6 +126,13 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers):
                    f"applies it {tf1.facts.get('ema_order', 'after_update').replace('_', ' ')}"
                    " (ema_order), TF2 after the optimizer's update; the original tutorial's "
                    "grouped train op read them before, in most of its runs")
+  if optimizers == ("AdamOptimizer", "Adam"):
+    first_slots = [r for r in bad if r.kind == "slot" and r.step == 0]
+    if first_slots and not [r for r in bad if r.kind == "gradient" and r.step == 0]:
+      hints.append("Adam's 1 - beta: TF1's ApplyAdam kernel computes 1 - beta_1 and "
+                   "1 - beta_2 in float32 (1 - 0.999 = 0.00099998713), Keras in Python floats "
+                   "and then rounds (0.001): the moments differ from the first step, by up "
+                   "to 1.3e-5 relative for beta_2 = 0.999, with the same gradients")
   if optimizers == ("MomentumOptimizer", "SGD"):
     trainable = {to2[k] for k in names}
     weights = [r for r in bad if r.kind in ("weight", "slot") and r.tf2.split(":")[0] in

@@ -63,8 +63,7 @@ class Towers:
                         "tf.compat.v1.get_variable or tf.compat.v1.layers)")
       grads = average_gradients(tower_grads)
       self.gradients = {_name(v): g for g, v in grads}
-      lr = optimizer._call_if_callable(optimizer._learning_rate)  # pylint: disable=protected-access
-      self.learning_rate = tf.convert_to_tensor(lr, tf.float32)
+      self.learning_rate = _rate(optimizer)
       trainable = [v for _, v in grads]
       ema = port.tf1_ema(global_step) if port.tf1_ema else None
       if ema is not None and port.ema_order == "before_update":
@@ -151,6 +150,17 @@ class Towers:
 
   def close(self):
     self.sess.close()
+
+
+def _rate(optimizer):
+  """The optimizer's learning rate as a float32 tensor: GradientDescent and Momentum keep it
+  as `_learning_rate`, Adam as `_lr`, RMSProp, Adagrad and the others as one of the two."""
+  for attribute in ("_learning_rate", "_lr"):
+    if hasattr(optimizer, attribute):
+      rate = optimizer._call_if_callable(getattr(optimizer, attribute))  # pylint: disable=protected-access
+      return tf.convert_to_tensor(rate, tf.float32)
+  raise PortError(f"tf1_optimizer returned {type(optimizer).__name__}, which keeps no learning "
+                  "rate where tf.compat.v1.train's optimizers do (_learning_rate or _lr)")
 
 
 def _name(variable):

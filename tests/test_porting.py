@@ -100,6 +100,11 @@ def _decay_every_two_steps():
   return keras.optimizers.SGD(rate, momentum=m.MOMENTUM)
 
 
+def _tf1_adam(global_step):
+  del global_step
+  return tf.compat.v1.train.AdamOptimizer(0.01, epsilon=1e-7)
+
+
 # name: (Port fields changed, images per replica, what the report must say)
 WRONG = {
     "per_replica_batch": (dict(replica_loss=_per_replica_batch), 4,
@@ -116,6 +121,10 @@ WRONG = {
                          "TF1's batch norm is fused"),
     "moving_statistics_of_every_tower": (dict(update_ops="all_towers"), 4,
                                          "runs the UPDATE_OPS of every tower"),
+    "adam": (dict(tf1_optimizer=_tf1_adam,
+                  tf2_optimizer=lambda: keras.optimizers.Adam(0.01, epsilon=1e-7)), 4,
+             "Adam's 1 - beta: TF1's ApplyAdam kernel computes 1 - beta_1 and 1 - beta_2 in "
+             "float32"),
     "bias_add": (dict(tower_loss=functools.partial(m.tower_loss, conv_bias=True),
                       build_model=functools.partial(m.Net, conv_bias=True)), 4,
                  "only bias gradients differ, by rounding"),
