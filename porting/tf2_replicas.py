@@ -43,9 +43,12 @@ def slot_variables(optimizer, trainable):
   keys = {variable_name(v).replace("/", "_"): variable_name(v) for v in trainable}
   for slot in optimizer.variables:
     name = getattr(slot, "name", "")
-    for key, owner in keys.items():
-      if name.startswith(key + "_") and name != key:
-        slots[(owner, name[len(key) + 1:])] = slot
+    # The longest owner whose key starts the name: 'dense_kernel_scale_momentum' belongs to
+    # dense/kernel_scale, not to dense/kernel.
+    owners = [key for key in keys if name.startswith(key + "_")]
+    if owners:
+      key = max(owners, key=len)
+      slots[(keys[key], name[len(key) + 1:])] = slot
   return slots
 
 
