@@ -39,9 +39,17 @@ class Report:
   def learning_rates(self):
     return ([s.learning_rate for s in self.tf1.steps], [s.learning_rate for s in self.tf2.steps])
 
+  @property
+  def left_out(self):
+    """TF1 variables the variable map left out of the comparison (mapped to None)."""
+    paired = {a for a, _ in self.pairs}
+    return [n for n, _ in self.tf1.variables if n not in paired]
+
   def text(self):
     title = (f"TF1 {self.replicas} tower(s) vs TF2 {self.replicas} replica(s), "
              f"{len(self.tf1.steps)} step(s)")
+    if self.left_out:
+      title += f"; not compared (variable_map): {', '.join(self.left_out)}"
     verdict = "EQUAL" if self.equal else "NOT EQUAL"
     return report.text(self.rows, self.tolerance, self.learning_rates, self.hints,
                        title) + f"\n{verdict}"

@@ -37,6 +37,8 @@ class _Sides:
     to2 = dict(self.pairs)
     self.slots = []  # (TF1 slot name, TF2 slot variable, factor or None)
     for (name, kind), slot_name in self.towers.slot_names().items():
+      if name not in to2:  # left out by the variable map
+        continue
       kind2, factor = report.slot_convention(optimizers, kind)
       other = self.tf2.slots.get((to2[name], kind2))
       if other is None:

@@ -45,7 +45,7 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers):
   to2 = dict(pairs)
   hints = []
   first1, first2 = tf1.steps[0], tf2.steps[0]
-  names = list(tf1.trainable)
+  names = [n for n in tf1.trainable if n in to2]
   g1 = _vector(first1.gradients, names)
   g2 = _vector({n: first2.gradients[to2[n]] for n in names}, names)
   n = replicas

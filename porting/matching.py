@@ -3,7 +3,9 @@
   pairs = match(tf1_variables, tf2_variables, explicit={"bn1/gamma": "bn/gamma"})
 
 Each side is a list of (name, shape) in creation order. A pair is made, in this order:
-1. from `explicit` (TF1 name -> TF2 name), for what nothing else can tell apart;
+1. from `explicit` (TF1 name -> TF2 name), for what nothing else can tell apart; a TF1 name
+   mapped to None is left out of the comparison (a variable the TF1 code keeps and the port
+   has no counterpart of, such as the original's loss averages), never silently;
 2. by name: the same name once ":0" and a leading model scope are dropped
    ('sequential/conv2d/kernel' and 'conv2d/kernel');
 3. by shape and creation order: what is left on both sides, when both list the same sequence
@@ -32,6 +34,12 @@ def match(tf1, tf2, explicit=None):
   tf2_shapes = {_name(n): tuple(s) for n, s in tf2}
   pairs = {}
   for a, b in (explicit or {}).items():
+    if b is None:  # a TF1 variable the port has no counterpart of, left out on purpose
+      if _name(a) not in tf1_shapes:
+        raise PortError(f"the variable map leaves out TF1 {_name(a)!r}, which the port does "
+                        "not create")
+      del tf1_shapes[_name(a)]
+      continue
     a, b = _name(a), _name(b)
     if a not in tf1_shapes or b not in tf2_shapes:
       missing = [f"TF1 {a!r}"] * (a not in tf1_shapes) + [f"TF2 {b!r}"] * (b not in tf2_shapes)

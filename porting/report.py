@@ -55,13 +55,15 @@ def rows(pairs, tf1, tf2, optimizers):
     for i, (oa, ob) in enumerate(zip(a.outputs, b.outputs)):
       if oa is not None and ob is not None:
         out.append(Row(s, "outputs", f"tower_{i}", f"replica_{i}", diffs.diff(oa, ob)))
-    for name in tf1.trainable:
+    for name in (n for n in tf1.trainable if n in to2):  # those left out are not compared
       out.append(Row(s, "gradient", name, to2[name],
                      diffs.diff(a.gradients[name], b.gradients[to2[name]])))
-    for name, _ in tf1.variables:
+    for name in (n for n, _ in tf1.variables if n in to2):
       out.append(Row(s, "weight", name, to2[name],
                      diffs.diff(a.weights[name], b.weights[to2[name]])))
     for (name, kind), value in a.slots.items():
+      if name not in to2:
+        continue
       kind2, factor = slot_convention(optimizers, kind)
       other = b.slots.get((to2[name], kind2))
       if other is None:
@@ -70,7 +72,7 @@ def rows(pairs, tf1, tf2, optimizers):
       out.append(Row(s, "slot", f"{name}:{kind}", f"{to2[name]}:{kind2}",
                      diffs.diff(expected, other)))
     for name, value in a.averages.items():
-      if to2[name] in b.averages:
+      if name in to2 and to2[name] in b.averages:
         out.append(Row(s, "average", name, to2[name],
                        diffs.diff(value, b.averages[to2[name]])))
   return out

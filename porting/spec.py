@@ -37,7 +37,8 @@ class Port:
   update_ops: which towers' UPDATE_OPS (batch-norm moving statistics) the TF1 code runs with
     its train op: "first_tower" (`get_collection(UPDATE_OPS, scope)` of tower 0, as the
     multi-GPU tutorials did) or "all_towers".
-  variable_map: {TF1 name: TF2 name} for variables the kit cannot pair by itself.
+  variable_map: {TF1 name: TF2 name} for variables the kit cannot pair by itself; {TF1 name:
+    None} leaves a variable of the TF1 code's own out (the report names it).
   tf1_ema(global_step) -> a tf.compat.v1.train.ExponentialMovingAverage of the trainable
     variables, and tf2_ema(optimizer) -> a tf.train.ExponentialMovingAverage (its num_updates
     typically `optimizer.iterations`): optional, both or neither. TF2 applies it after the

@@ -428,3 +428,24 @@ def test_a_slot_belongs_to_the_longest_variable_name_it_starts_with():
   optimizer = type("Optimizer", (), {"variables": slots})()
   assert tf2_replicas.slot_variables(optimizer, variables) == {
       ("dense/kernel", "momentum"): slots[0], ("dense/kernel_scale", "momentum"): slots[1]}
+
+
+def _tower_loss_with_a_counter(images, labels):
+  """The tower as before, plus a variable of the TF1 code's own that the port has no
+  counterpart of (as the original's loss averages were)."""
+  tf.compat.v1.get_variable("tower_counter", [], initializer=tf.compat.v1.zeros_initializer(),
+                            trainable=False)
+  return m.tower_loss(images, labels)
+
+
+def test_a_tf1_only_variable_is_an_error_until_the_map_leaves_it_out():
+  with pytest.raises(porting.PortError, match=r"TF1 tower_counter \[\]; TF2 none"):
+    porting.compare(m.port(tower_loss=_tower_loss_with_a_counter), m.batches(2), replicas=2,
+                    steps=1)
+  port = m.port(tower_loss=_tower_loss_with_a_counter, variable_map={"tower_counter": None})
+  report = porting.compare(port, m.batches(2), replicas=2, steps=2)
+  plain = porting.compare(m.port(), m.batches(2), replicas=2, steps=2)
+  assert report.left_out == ["tower_counter"]
+  assert "not compared (variable_map): tower_counter" in report.text().splitlines()[0]
+  assert [(r.kind, r.tf1, r.diff) for r in report.rows] == [
+      (r.kind, r.tf1, r.diff) for r in plain.rows]
