@@ -20,12 +20,13 @@ from absl import flags
 from cifar10.errors import UsageError
 from harness import cli
 from harness import cluster
+from harness import cluster_options
 from harness import options
 
 
 def define_flags(fv):
   options.define_train_flags(fv)
-  options.define_cluster_flags(fv)
+  cluster_options.define_cluster_flags(fv)
   flags.DEFINE_string("job_name", None, "ps | worker: run one task of a ps/worker cluster.",
                       flag_values=fv)
   flags.DEFINE_integer("task_index", 0, "Index of this task within its job.", flag_values=fv)
@@ -49,7 +50,7 @@ def _task(values):
     return cluster.Task({"ps": values.ps_hosts, "worker": values.worker_hosts},
                         values.job_name, values.task_index)
   # Under Slurm: the first --slurm_ps_tasks tasks of the step serve, the rest are workers.
-  task = options.cluster_task(values, [("ps", None), ("worker", None)])
+  task = cluster_options.cluster_task(values, [("ps", None), ("worker", None)])
   if task.is_evaluator:
     return task
   if task.cluster and "ps" not in task.cluster:
@@ -64,10 +65,10 @@ def main(values):
   device_config = options.device_config(values)
   train_config = options.train_config(values)
   task = _task(values)
-  peer_timeout_secs = options.peer_timeout_secs(values)
+  peer_timeout_secs = cluster_options.peer_timeout_secs(values)
   if task.is_evaluator:
     from compat_v1 import evaluator  # pylint: disable=g-import-not-at-top
-    evaluator.run(options.evaluator_config(values, train_config, task))
+    evaluator.run(cluster_options.evaluator_config(values, train_config, task))
     return
   if task.cluster and train_config.scale == "dynamic":
     raise UsageError("--loss_scale=dynamic applies to single-machine runs (its state is "

@@ -13,21 +13,20 @@ from absl import flags
 
 from cifar10 import config
 from harness import profiling
-from harness import slurm
 
 
-def _default(cls, name):
+def default(cls, name):
   return {f.name: f.default for f in dataclasses.fields(cls)}[name]
 
 
 def define_data_flags(fv):
-  train = lambda name: _default(config.TrainConfig, name)
+  train = lambda name: default(config.TrainConfig, name)
   flags.DEFINE_string("dataset", train("dataset"), f"Input source: {' | '.join(config.DATASETS)}.",
                       flag_values=fv)
   flags.DEFINE_string("data_dir", None, "cifar10_bin: folder with cifar-10-batches-bin/*.bin; "
                       "cifar10: tensorflow-datasets data_dir (default ~/tensorflow_datasets).",
                       flag_values=fv)
-  flags.DEFINE_bool("download", _default(config.TrainConfig, "download"), "cifar10: let "
+  flags.DEFINE_bool("download", default(config.TrainConfig, "download"), "cifar10: let "
                     "tensorflow-datasets download the data when it is not in --data_dir and "
                     "the data host answers (--nodownload: never).", flag_values=fv)
   flags.DEFINE_integer("seed", train("seed"), "Seed of initial weights, data order and "
@@ -37,7 +36,7 @@ def define_data_flags(fv):
 def define_device_flags(fv, replicas=True):
   """The TF1 ConfigProto/GPUOptions settings, as flags (see cifar10.devices); without
   `replicas` (the evaluators, on one device) no --num_gpus."""
-  d = lambda name: _default(config.DeviceConfig, name)
+  d = lambda name: default(config.DeviceConfig, name)
   if replicas:
     flags.DEFINE_integer("num_gpus", d("num_gpus"), "How many GPUs (replicas) to use; "
                          "without GPUs, that many logical CPU devices.", flag_values=fv)
@@ -67,7 +66,7 @@ def define_device_flags(fv, replicas=True):
 
 def define_train_flags(fv):
   """The training flags both trainers share (original names and defaults where they exist)."""
-  t = lambda name: _default(config.TrainConfig, name)
+  t = lambda name: default(config.TrainConfig, name)
   define_data_flags(fv)
   define_device_flags(fv)
   flags.DEFINE_string("train_dir", "/tmp/cifar10_train", "Where checkpoints and summaries go.",
@@ -120,41 +119,6 @@ def define_train_flags(fv):
                       "('previous', the order the original usually took).", flag_values=fv)
 
 
-def define_cluster_flags(fv):
-  """The flags of a training job with peers (TF_CONFIG, or the TF1 --job_name flags)."""
-  flags.DEFINE_string("cluster_resolver", "auto", "Where a cluster job's tasks are read: "
-                      "tf_config (TF_CONFIG, as Kubeflow's TFJob and Vertex AI write it), "
-                      "slurm (the srun step's SLURM_* variables), auto (TF_CONFIG if set, "
-                      "else a Slurm step of more than one task).", flag_values=fv)
-  flags.DEFINE_integer("slurm_port_base", slurm.SLURM_PORT_BASE, "Slurm: a node's tasks "
-                       "listen on this port and the next ones.", flag_values=fv)
-  flags.DEFINE_integer("slurm_ps_tasks", 1, "Slurm, parameter_server and the v1 ps/worker "
-                       "job: how many of the step's tasks are ps tasks (after the chief).",
-                       flag_values=fv)
-  flags.DEFINE_integer("evaluator_num_examples", _default(config.EvalConfig, "num_examples"),
-                       "A managed cluster's evaluator task (TF_CONFIG task type "
-                       "'evaluator'): test examples scored per checkpoint.", flag_values=fv)
-  flags.DEFINE_integer("peer_timeout_secs", 300, "Cluster jobs: how long to wait for the "
-                       "other tasks to come up (ps tasks and chief, or every worker); a peer "
-                       "that dies later is noticed by the strategy within seconds.",
-                       flag_values=fv)
-
-
-def cluster_task(values, layout):
-  """This task's cluster.Task from --cluster_resolver; `layout` as slurm.from_slurm takes
-  it, with "ps" counted by --slurm_ps_tasks."""
-  if values.slurm_ps_tasks < 1:
-    raise config.UsageError("--slurm_ps_tasks must be a positive integer")
-  layout = [(job, values.slurm_ps_tasks if job == "ps" else count) for job, count in layout]
-  return slurm.resolve(values.cluster_resolver, layout, values.slurm_port_base)
-
-
-def peer_timeout_secs(values):
-  if values.peer_timeout_secs < 1:
-    raise config.UsageError("--peer_timeout_secs must be a positive integer")
-  return values.peer_timeout_secs
-
-
 def _precision(values):
   if values.use_fp16 and values.precision not in ("fp32", "fp16"):
     raise config.UsageError(f"--use_fp16 means --precision=fp16, but --precision="
@@ -194,7 +158,7 @@ def flagfile(values):
 
 def define_eval_flags(fv):
   """The flags of the original cifar10_eval.py, plus the data flags."""
-  e = lambda name: _default(config.EvalConfig, name)
+  e = lambda name: default(config.EvalConfig, name)
   define_data_flags(fv)
   define_device_flags(fv, replicas=False)
   flags.DEFINE_string("eval_dir", "", "Where the eval summaries go; default: "
@@ -221,29 +185,6 @@ def eval_config(values):
       eval_interval_secs=values.eval_interval_secs, dataset=values.dataset,
       data_dir=values.data_dir, download=values.download, seed=values.seed,
       devices=device_config(values, num_gpus=1))
-
-
-# How often a cluster's evaluator task looks for the chief's next checkpoint.
-EVALUATOR_POLL_SECS = 2
-
-
-def evaluator_config(values, train, task):
-  """What a managed cluster's evaluator task runs: the continuous evaluator over the chief's
-  train_dir (shared storage), writing into train_dir/eval, until train's final step, or until
-  the chief (cluster.Task `task`'s chief, or worker 0) has not answered for
-  --peer_timeout_secs."""
-  if values.evaluator_num_examples < 1:
-    raise config.UsageError("--evaluator_num_examples must be a positive integer, got "
-                            f"{values.evaluator_num_examples}")
-  return config.EvalConfig(
-      checkpoint_dir=train.train_dir, eval_dir=os.path.join(train.train_dir, "eval"),
-      num_examples=values.evaluator_num_examples, eval_interval_secs=EVALUATOR_POLL_SECS,
-      dataset=train.dataset, data_dir=train.data_dir, download=train.download,
-      seed=train.seed, last_step=train.max_steps,
-      chief=(task.training_cluster.get("chief") or task.training_cluster.get("worker")
-             or [None])[0],
-      chief_timeout_secs=peer_timeout_secs(values),
-      devices=device_config(values, num_gpus=1))  # the task's own GPU flags, one device
 
 
 def device_config(values, num_gpus=None):

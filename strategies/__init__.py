@@ -4,6 +4,7 @@
   python -m strategies.eval --checkpoint_dir=/tmp/cifar10_train --dataset=synthetic --run_once
 
 train -> devices (set-up, get_strategy) -> loop (or cluster_loop: harness.driver backends)
--> step, fed by inputs, summarised with histograms; eval -> evaluator; launch. compat_v1 has the same files for the same
-jobs; this package never imports it.
+-> step (the compiled step over the variables of state), fed by inputs, summarised with
+histograms; eval -> evaluator; launch. compat_v1 has the same files for the same jobs; this
+package never imports it.
 """

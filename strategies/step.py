@@ -1,7 +1,7 @@
-"""Training state and the synchronous step under any tf.distribute strategy.
+"""The synchronous step under any tf.distribute strategy.
 
-`Trainer(strategy, ...)` owns the model variables (initial values from the shared core), the
-global step and the EMA shadows; `train_step(iterator, stop_requested)` is one compiled step:
+`Trainer(strategy, ...)` is a strategies.state.TrainingState (weights, global step, EMA
+shadows) with compiled steps; `train_step(iterator, stop_requested)` is one step:
 
   1. each replica: forward on its slice of the global batch, loss = sum(CE) / global_batch +
      weight_decay / num_replicas, gradients, SUM all-reduce (== the TF1 towers' average).
@@ -16,24 +16,20 @@ global step and the EMA shadows; `train_step(iterator, stop_requested)` is one c
      The TF1 tutorial grouped the update and the EMA with no order between them; here and in
      compat_v1 the order is fixed, so both trainers agree to the bit either way.
 
-Under ParameterServerStrategy with a variable partitioner a weight may be a ShardedVariable
-(row blocks on different ps tasks). The step then differentiates, updates and averages each
-shard (a ShardedVariable has no single handle to differentiate or update), and the checkpoint
-saves the shards as slices of one tensor under the weight's usual key, so checkpoints of
-partitioned and plain runs are interchangeable.
+Under ParameterServerStrategy with a partitioner the step differentiates, updates and
+averages each shard of a weight (strategies.state).
 """
 
 import collections
 
 import tensorflow as tf
-# ShardedVariable has no public constructor; it is the type PSS partitions weights into.
-from tensorflow.python.distribute import sharded_variable  # pylint: disable=g-direct-tensorflow-import
 
 from cifar10 import losses
 from cifar10 import model
 from cifar10 import precision
 from cifar10 import schedule
 from cifar10.hparams import DEFAULT
+from strategies import state
 
 # What one call of the compiled step(s) returns: the first step's loss, learning rate and stop
 # flag (whether any process of the job asked to stop), its record for summaries ({} unless
@@ -42,13 +38,12 @@ from cifar10.hparams import DEFAULT
 Call = collections.namedtuple("Call", "loss lr stop record last_loss last_lr ran")
 
 
-class Trainer:
-  """Variables and compiled steps for one strategy; build it once, before the first step."""
+class Trainer(state.TrainingState):
+  """The compiled steps of one strategy; build it once, before the first step."""
 
   def __init__(self, strategy, *, seed, global_batch_size, decay_steps, hparams=DEFAULT,
                compute_dtype=tf.float32, loss_scale=None, ema_reads="updated",
                summary_outputs=True, jit_compile=False):
-    self.strategy = strategy
     self.global_batch_size = global_batch_size
     self.decay_steps = decay_steps
     self.hparams = hparams
@@ -56,33 +51,12 @@ class Trainer:
     self.loss_scale = loss_scale  # of a tower's loss (cifar10.precision): None, a float, DYNAMIC
     self.dynamic = loss_scale == precision.DYNAMIC
     self.ema_reads = ema_reads
-    # Whether train_step returns what strategies.loop writes as summaries (not under ParameterServerStrategy,
-    # whose coordinator would fetch it from the workers and writes its own summaries).
+    # Whether train_step returns what strategies.loop writes as summaries (not under
+    # ParameterServerStrategy, whose coordinator would fetch it from the workers and writes
+    # its own summaries).
     self.summary_outputs = summary_outputs
-    values = model.initial_values(seed)
-    with strategy.scope():
-      self.params = {n: tf.Variable(values[n], name=n) for n in model.VARIABLE_NAMES}
-      self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-      self.ema = tf.train.ExponentialMovingAverage(hparams.moving_average_decay,
-                                                   num_updates=self.global_step)
-      # Shadows must be created eagerly under the scope; inside tf.function EMA cannot. Each
-      # shard's shadow is colocated with the shard (never partitioned again).
-      self.ema.apply(self.shards)
-      # The original's loss averages, for summaries only: not checkpointed (a resumed run
-      # starts them at 0 again, as the original's did).
-      self.loss_averages = {n: tf.Variable(0.0, trainable=False, name=n + "/avg")
-                            for n in losses.LOSS_TERMS}
-      if self.dynamic:  # the dynamic loss scale's state, checkpointed
-        self.scale = tf.Variable(precision.DYNAMIC_INITIAL_SCALE, trainable=False,
-                                 name="loss_scale")
-        self.good_steps = tf.Variable(0, dtype=tf.int64, trainable=False,
-                                      name="loss_scale_good_steps")
-    # A stop request (SIGTERM, Ctrl-C) that arrives during a call of many steps: set from
-    # another thread (harness.signals), read by the call before each of its later steps.
-    # This process's own, outside the strategy: never mirrored, never checkpointed.
-    self.stop_flag = tf.Variable(0.0, trainable=False, name="stop_requested")
-    self.averages = {n: _join(v, [self.ema.average(s) for s in _parts(v)])
-                     for n, v in self.params.items()}
+    super().__init__(strategy, seed=seed, moving_average_decay=hparams.moving_average_decay,
+                     dynamic_loss_scale=self.dynamic)
     # With jit_compile, XLA compiles each replica's forward and backward pass.
     self.forward_backward = (tf.function(self._forward_backward, jit_compile=True)
                              if jit_compile else self._forward_backward)
@@ -93,20 +67,6 @@ class Trainer:
     # return (19 MB at batch 128) cost a copy out of the function on every step.
     self.quiet_step_fn = tf.function(self._quiet_step)
     self.steps_fn = tf.function(self._steps)
-
-  @property
-  def variables(self):
-    return [self.params[n] for n in model.VARIABLE_NAMES]
-
-  @property
-  def shards(self):
-    """The variables that hold the weights: one per weight, or its shards when partitioned."""
-    return [s for v in self.variables for s in _parts(v)]
-
-  @property
-  def partitions(self):
-    """{weight name: number of shards} for the weights that are partitioned."""
-    return {n: len(_parts(v)) for n, v in self.params.items() if len(_parts(v)) > 1}
 
   def lr(self):
     return schedule.learning_rate(self.global_step, self.decay_steps, self.hparams)
@@ -173,12 +133,12 @@ class Trainer:
       # Program order is execution order here: tf.function chains the stateful ops on a
       # variable in the order they are written.
       if self.ema_reads == "previous":
-        self._apply_ema()
+        self.apply_ema()
       for var, grad in zip(self.shards, grads):
         self.strategy.extended.update(var, _sgd, args=(grad, lr))
       self.global_step.assign_add(1)
       if self.ema_reads == "updated":
-        self._apply_ema()
+        self.apply_ema()
       if self.dynamic:
         new_scale, new_good = precision.next_scale(
             self.scale.read_value(), self.good_steps.read_value(),
@@ -216,14 +176,6 @@ class Trainer:
       ran += 1
     return loss, lr, stopping, record, last_loss, last_lr, ran
 
-  def request_stop(self):
-    """Makes a running call of many steps end after the step in hand (any thread)."""
-    self.stop_flag.assign(1.0)
-
-  def _apply_ema(self):
-    with self.strategy.scope():  # EMA looks its shadows up by the scoped variables.
-      self.ema.apply(self.shards)
-
   def train_step(self, iterator, stop_requested=False, record=True):
     """One synchronous step; returns (global loss, learning rate used, whether to stop,
     the values write_summaries needs: {} without summary_outputs or `record`).
@@ -242,32 +194,6 @@ class Trainer:
       return Call(loss, lr, stopping, out, loss, lr, 1)
     return Call(*self.steps_fn(iterator, tf.constant(float(stop_requested)),
                                tf.constant(steps - 1, tf.int32)))
-
-  @tf.function
-  def all_finite(self):
-    """Whether every weight and moving average is finite (checked before every save)."""
-    values = [tf.reduce_all(tf.math.is_finite(v)) for v in self.shards]
-    values += [tf.reduce_all(tf.math.is_finite(self.ema.average(s))) for s in self.shards]
-    return tf.reduce_all(tf.stack(values))
-
-  def checkpoint(self):
-    """Weights, EMA shadows, global step and a dynamic loss scale's state. Plain SGD has no
-    slot state to save."""
-    extra = ({"loss_scale": self.scale, "loss_scale_good_steps": self.good_steps}
-             if self.dynamic else {})
-    return tf.train.Checkpoint(global_step=self.global_step, params=self.params,
-                               ema=self.averages, **extra)
-
-
-def _parts(var):
-  return list(getattr(var, "variables", [var]))  # a ShardedVariable's shards, in row order
-
-
-def _join(var, shadows):
-  """The EMA shadows of `var`'s shards as one checkpointable value shaped like `var`."""
-  if len(shadows) == 1:
-    return shadows[0]
-  return sharded_variable.ShardedVariable(shadows, name=var.name.split(":")[0] + "/avg")
 
 
 def _sgd(var, grad, lr):

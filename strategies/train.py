@@ -14,6 +14,7 @@ from absl import flags
 
 from cifar10.errors import UsageError
 from harness import cli
+from harness import cluster_options
 from harness import determinism
 from harness import options
 
@@ -26,7 +27,7 @@ LAYOUT = {"multi_worker_mirrored": [("worker", None)],
 
 def define_flags(fv):
   options.define_train_flags(fv)
-  options.define_cluster_flags(fv)
+  cluster_options.define_cluster_flags(fv)
   flags.DEFINE_string("strategy", "mirrored", "mirrored | one_device | multi_worker_mirrored "
                       "| parameter_server", flag_values=fv)
   flags.DEFINE_integer("steps_per_loop", 1, "Steps per call of the compiled step, with no "
@@ -49,7 +50,7 @@ def define_flags(fv):
 def main(values):
   device_config = options.device_config(values)
   train_config = options.train_config(values)
-  peer_timeout_secs = options.peer_timeout_secs(values)
+  peer_timeout_secs = cluster_options.peer_timeout_secs(values)
   if values.steps_per_loop < 1:
     raise UsageError("--steps_per_loop must be a positive integer, got "
                      f"{values.steps_per_loop}")
@@ -78,10 +79,10 @@ def main(values):
       # value that is not JSON failed there with a JSONDecodeError traceback).
       os.environ.pop("TF_CONFIG")
   elif values.strategy in ("multi_worker_mirrored", "parameter_server"):
-    task = options.cluster_task(values, LAYOUT[values.strategy])
+    task = cluster_options.cluster_task(values, LAYOUT[values.strategy])
     if task.is_evaluator:
       from strategies import evaluator  # pylint: disable=g-import-not-at-top
-      evaluator.run(options.evaluator_config(values, train_config, task))
+      evaluator.run(cluster_options.evaluator_config(values, train_config, task))
       return
     devices.check_cluster(values.strategy, task.training_cluster)
     cluster.drop_evaluator_from_environment(task)
