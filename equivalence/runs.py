@@ -59,7 +59,7 @@ def tf2_gradients(n, seed, images, labels):
   trainer = Trainer(strategy, seed=seed, global_batch_size=len(images), decay_steps=1)
   dist = strategy.experimental_distribute_dataset(
       tf.data.Dataset.from_tensors((images, labels)))
-  _, grads = tf.function(trainer.gradients)(*next(iter(dist)))
+  _, grads = tf.function(trainer.gradients, autograph=False)(*next(iter(dist)))
   return {name: strategy.experimental_local_results(g)[0].numpy()
           for name, g in zip(model.VARIABLE_NAMES, grads)}
 

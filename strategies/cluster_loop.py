@@ -62,7 +62,7 @@ class Backend(loop.CheckpointedBackend):
                                           global_batch_size=global_batch,
                                           start_step=step // workers, shard=(index, workers))
 
-    @tf.function
+    @tf.function(autograph=False)
     def per_worker_dataset():
       return strategy.distribute_datasets_from_function(dataset_fn)
 

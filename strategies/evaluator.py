@@ -34,7 +34,7 @@ class Evaluator:
     self.params = {n: tf.Variable(values[n], name=n) for n in model.VARIABLE_NAMES}
     self.writer = tf.summary.create_file_writer(config.eval_dir)
 
-  @tf.function
+  @tf.function(autograph=False)  # nothing here branches on a tensor: no conversion to pay
   def _correct(self, images, labels):
     """(correct, scored) in one batch; the last batch of a split may be smaller."""
     logits = model.inference(self.params, images)

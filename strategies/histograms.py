@@ -52,7 +52,7 @@ def _table(size, low, high, counts):
   return np.stack([edges[:-1], edges[1:], counts], axis=1)
 
 
-@tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+@tf.function(input_signature=[tf.TensorSpec([None], tf.float32)], autograph=False)
 def _range_and_counts(data):
   """Size, minimum, maximum (float64) and the count of each bucket of `data` (of several
   values)."""

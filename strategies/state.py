@@ -73,7 +73,7 @@ class TrainingState:
     with self.strategy.scope():  # EMA looks its shadows up by the scoped variables.
       self.ema.apply(self.shards)
 
-  @tf.function
+  @tf.function(autograph=False)  # nothing here branches on a tensor: no conversion to pay
   def all_finite(self):
     """Whether every weight and moving average is finite (checked before every save)."""
     values = [tf.reduce_all(tf.math.is_finite(v)) for v in self.shards]
