@@ -7,6 +7,7 @@ given the same seed start bit-identical. `inference(params, images)` and `weight
 accept any mapping from those names to tensors or variables.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -56,15 +57,24 @@ def initial_values(seed):
 
   Each variable draws from its own stream keyed by (seed, position in SPECS), so values do not
   depend on creation order. Pure numpy on purpose: it works in eager, tf.function and v1 graph
-  code alike and never adds ops to a graph.
+  code alike and never adds ops to a graph. The arrays are the caller's own (copies).
   """
+  return {name: value.copy() for name, value in _drawn(int(seed)).items()}
+
+
+@functools.lru_cache(maxsize=4)
+def _drawn(seed):
+  # 1.07M draws with redraws take ~37 ms; a trainer, its evaluator and its checkpoint reader
+  # ask again for the same seed (measured: 210 calls, 7.9 s of the test suite's fast tier).
   values = {}
   for index, spec in enumerate(SPECS):
     if spec.init == "truncated_normal":
-      rng = np.random.Generator(np.random.Philox(np.random.SeedSequence([int(seed), index])))
+      rng = np.random.Generator(np.random.Philox(np.random.SeedSequence([seed, index])))
       values[spec.name] = _truncated_normal(rng, spec.shape, spec.stddev)
     else:
       values[spec.name] = np.full(spec.shape, spec.init, dtype=np.float32)
+  for value in values.values():
+    value.flags.writeable = False  # the cached draw itself is never handed out
   return values
 
 

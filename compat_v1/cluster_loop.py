@@ -71,6 +71,21 @@ def _wait_for_chief(graph, target, proto, uninitialized):
       time.sleep(0.2)
 
 
+def worker_proto(proto, index):
+  """`proto` for worker `index`'s sessions: it talks to the ps tasks and itself only.
+
+  Without device filters a session lists the devices of every task of the cluster first, so
+  a worker (re)started while another worker is unreachable (not scheduled yet, paused, gone)
+  waits for that worker before its first step, although between-graph workers share nothing
+  but the ps tasks. tf.estimator's RunConfig gave its workers the same filters.
+  """
+  filtered = v1.ConfigProto()
+  filtered.CopyFrom(proto)
+  del filtered.device_filters[:]
+  filtered.device_filters.extend(["/job:ps", f"/job:worker/task:{index}"])
+  return filtered
+
+
 def run(config, devices, proto, task, sync_replicas=False, peer_timeout_secs=300):
   """Runs `task` of its cluster until the job is done; `proto` is the session config."""
   cluster, job, index = tf.train.ClusterSpec(task.training_cluster), task.type, task.index
@@ -91,10 +106,12 @@ class Backend:
   writes the summaries and saves. The others only train (and stop with the job)."""
 
   def __init__(self, config, devices, proto, cluster, index, sync_replicas, peer_timeout_secs):
-    self.config, self.devices, self.proto, self.cluster = config, devices, proto, cluster
+    self.config, self.devices, self.cluster = config, devices, cluster
+    self.proto = worker_proto(proto, index)
     self.index, self.sync_replicas, self.peer_timeout_secs = index, sync_replicas, peer_timeout_secs
     self.chief = index == 0
-    self.server = v1.train.Server(cluster, job_name="worker", task_index=index, config=proto)
+    self.server = v1.train.Server(cluster, job_name="worker", task_index=index,
+                                  config=self.proto)
     self.keep, self.values, self.done, self.local_steps = [], None, 0, 0
     self.session = self.writer = None
 

@@ -15,6 +15,7 @@ import glob
 import itertools
 import json
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -79,42 +80,58 @@ def test_sync_replicas_exact_step_and_no_close_hang(tmp_path):
 
 
 def test_a_restarted_worker_rejoins(tmp_path):
-  """Kill worker 1 mid-run and start it again: MonitoredTrainingSession lets it rejoin."""
+  """Kill worker 1 mid-run and start it again: MonitoredTrainingSession lets it rejoin.
+
+  Worker 0 is paused (SIGSTOP) from the kill until the new worker 1 has trained a step, so
+  the job cannot end before worker 1 is back however long its start takes, and worker 1 must
+  start while its peer does not answer: a worker's session talks to the ps tasks only
+  (compat_v1.cluster_loop.worker_proto; without it, worker 1 waited for worker 0).
+  """
   addresses = [f"127.0.0.1:{p}" for p in launcher.free_ports(3)]
   ps, workers = addresses[:1], addresses[1:]
   cluster = [f"--ps_hosts={ps[0]}", f"--worker_hosts={','.join(workers)}"]
-  # Stale asynchronous gradients at lr 0.1 on batches of 8 can diverge over 400 steps (seen
-  # once: an Inf loss); this test is about rejoining, so it trains gently.
-  common = [*FLAGS, f"--train_dir={tmp_path}", "--max_steps=400", "--learning_rate=0.02",
-            "--save_checkpoint_steps=50", *cluster]
+  train_dir = tmp_path / "train"
+  # Stale asynchronous gradients at lr 0.1 on batches of 8 can diverge (seen once: an Inf
+  # loss); this test is about rejoining, so it trains gently.
+  common = [*FLAGS, f"--train_dir={train_dir}", "--max_steps=120", "--learning_rate=0.02",
+            "--save_checkpoint_steps=20", *cluster]
 
   def task(job, index):
     return helpers.start("compat_v1.train", f"--job_name={job}", f"--task_index={index}",
                          *common)
   procs = [task("ps", 0), task("worker", 0), task("worker", 1)]
+  log = tmp_path / "worker1.log"
   try:
     deadline = time.time() + 120
-    while not _has_checkpoint(tmp_path) and time.time() < deadline:
+    while not _has_checkpoint(train_dir) and time.time() < deadline:
       time.sleep(0.2)
-    time.sleep(2)  # a few steps in
+    assert _has_checkpoint(train_dir), "no checkpoint within 120 s"
+    procs[1].send_signal(signal.SIGSTOP)
     procs[2].kill()
     procs[2].wait(30)
-    restarted = task("worker", 1)
-    procs.append(restarted)
-    out, _ = restarted.communicate(timeout=240)
-    assert restarted.returncode == 0, out[-3000:]
-    assert re.search(r"step \d+, loss = ", out), out[-3000:]
+    with open(log, "w", encoding="utf-8") as out:
+      procs.append(subprocess.Popen(
+          [sys.executable, "-m", "compat_v1.train", "--job_name=worker", "--task_index=1",
+           *common], stdout=out, stderr=subprocess.STDOUT, env=helpers.env(), cwd="/"))
+    restarted = procs[-1]
+    deadline = time.time() + 120
+    while not re.search(r"step \d+, loss = ", log.read_text()) and time.time() < deadline:
+      assert restarted.poll() is None, log.read_text()[-3000:]
+      time.sleep(0.2)
+    assert re.search(r"step \d+, loss = ", log.read_text()), log.read_text()[-3000:]
+    procs[1].send_signal(signal.SIGCONT)
+    assert restarted.wait(120) == 0, log.read_text()[-3000:]
     assert procs[1].wait(120) == 0
-    assert "worker:1 done at global step" in out
-    assert 400 <= _trained(tmp_path).global_step <= 402
+    assert "worker:1 done at global step" in log.read_text()
+    assert 120 <= _trained(train_dir).global_step <= 122
   finally:
     for proc in procs:
-      proc.kill()
+      proc.kill()  # SIGKILL ends a stopped process too
       proc.wait(30)
 
 
 def _has_checkpoint(train_dir):
-  # The chief's first save: at step 50 of 400.
+  # The chief's first save: at step 20 of 120.
   return bool(list(train_dir.glob("model.ckpt-*.index")))
 
 
