@@ -42,9 +42,10 @@ def test_the_slurm_script_trains_like_mirrored(tmp_path):
   results = deploy_jobs.run_all(commands)
   for name, (status, out) in results.items():
     assert status == 0, f"{name}:\n{out[-3000:]}"
-  reference = helpers.run("strategies.train", "--strategy=mirrored", f"--num_gpus={tasks}",
-                          *[a for a in deploy_jobs.args(args, tmp_path / "ref")
-                            if not a.startswith(("--strategy", "--num_gpus"))])
+  # The reference in this process (its logical CPUs): the job's processes must match it.
+  reference = helpers.call("strategies.train", "--strategy=mirrored", f"--num_gpus={tasks}",
+                           *[a for a in deploy_jobs.args(args, tmp_path / "ref")
+                             if not a.startswith(("--strategy", "--num_gpus"))])
   assert reference.returncode == 0, reference.stderr[-3000:]
   job_weights, ref_weights = deploy_jobs.weights(tmp_path / "job"), deploy_jobs.weights(tmp_path / "ref")
   assert job_weights.keys() == ref_weights.keys()

@@ -58,8 +58,9 @@ def test_the_tfjob_manifest_trains_like_mirrored_and_its_evaluator_scores_the_la
   replicas = sum(len(hosts) for hosts in cluster.values())
   args = deploy_jobs.args(specs["Chief"]["template"]["spec"]["containers"][0]["args"], tmp_path / "ref")
   args = [a for a in args if not a.startswith(("--strategy", "--num_gpus"))]
-  reference = helpers.run("strategies.train", "--strategy=mirrored",
-                          f"--num_gpus={replicas}", *args)
+  # The reference in this process (its logical CPUs): the job's processes must match it.
+  reference = helpers.call("strategies.train", "--strategy=mirrored",
+                           f"--num_gpus={replicas}", *args)
   assert reference.returncode == 0, reference.stderr[-3000:]
   job_weights, ref_weights = deploy_jobs.weights(tmp_path / "job"), deploy_jobs.weights(tmp_path / "ref")
   assert job_weights.keys() == ref_weights.keys()
