@@ -11,9 +11,11 @@ import shutil
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10 import config
+from harness import run_folder
 from tests import helpers
 
 pytestmark = pytest.mark.slow
@@ -59,9 +61,27 @@ def _damage(train_dir, how, prefix):
   return 2 if how == "newest_index_deleted" else 3
 
 
+DAMAGES = ["deleted", "empty", "garbage", "dangling", "newest_index_deleted"]
+
+
 @pytest.mark.parametrize("trainer", sorted(TRAINERS))
-@pytest.mark.parametrize("how", ["deleted", "empty", "garbage", "dangling",
-                                 "newest_index_deleted"])
+@pytest.mark.parametrize("how", DAMAGES)
+def test_every_damaged_index_is_recovered_to_the_newest_complete_checkpoint(runs, trainer, how,
+                                                                           tmp_path):
+  # Where a run resumes is decided by harness.run_folder.recover (the driver's, before any
+  # loop runs); the resumes below show that each trainer goes on from there to the bit.
+  _, prefix = TRAINERS[trainer]
+  train_dir = tmp_path / "run"
+  shutil.copytree(runs[trainer][0], train_dir)
+  resumed_at = _damage(train_dir, how, prefix)
+  newest, keep = run_folder.recover(str(train_dir))
+  assert newest == f"{train_dir}/{prefix}-{resumed_at}"
+  assert keep[-1] == newest and len(keep) == resumed_at
+  assert tf.train.latest_checkpoint(str(train_dir)) == newest  # the index is rewritten
+
+
+@pytest.mark.parametrize("trainer", sorted(TRAINERS))
+@pytest.mark.parametrize("how", ["garbage", "newest_index_deleted"])
 def test_a_damaged_index_resumes_from_the_newest_complete_checkpoint(runs, trainer, how,
                                                                       tmp_path, caplog):
   train, prefix = TRAINERS[trainer]
