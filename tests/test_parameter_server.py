@@ -84,7 +84,7 @@ def test_one_worker_follows_the_one_device_run_with_partitioned_weights(tmp_path
 
 def test_a_killed_worker_does_not_stop_the_training(tmp_path):
   # Gently: stale asynchronous gradients at the default lr 0.1 with batches of 8 diverged.
-  proc = _pss(tmp_path, 2, "--max_steps=150", "--save_checkpoint_steps=10",
+  proc = _pss(tmp_path, 2, "--max_steps=80", "--save_checkpoint_steps=10",
               "--learning_rate=0.02")
   try:
     deadline = time.time() + 180
@@ -100,7 +100,7 @@ def test_a_killed_worker_does_not_stop_the_training(tmp_path):
   assert proc.returncode == 0, out[-3000:]
   assert "worker:1 exited with status -9; the job goes on" in out
   state = checkpoints.read(str(tmp_path))
-  assert state.global_step == 150
-  assert os.path.basename(checkpoints.resolve(str(tmp_path))) == "ckpt-150"
+  assert state.global_step == 80
+  assert os.path.basename(checkpoints.resolve(str(tmp_path))) == "ckpt-80"
   losses = [float(x) for x in re.findall(r"\[chief:0\] .*step \d+, loss = (\d+\.\d+)", out)]
-  assert len(losses) == 16 and np.mean(losses[-3:]) < np.mean(losses[:3]), losses
+  assert len(losses) == 9 and np.mean(losses[-3:]) < np.mean(losses[:3]), losses
