@@ -27,6 +27,7 @@ def _run(train_dir, **kwargs):
                             max_steps=4, save_summaries_steps=2, **kwargs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trainer", [helpers.train_tf2, helpers.train_v1])
 def test_train_stop_resume_and_evaluate_on_ram(trainer, tmp_path, monkeypatch, caplog):
   monkeypatch.chdir(tmp_path)  # where a URL taken for a local path would have gone

@@ -80,6 +80,7 @@ def _readme_commands():
   return [(m, shlex.split(rest)) for m, rest in COMMAND.findall(text)]
 
 
+@pytest.mark.slow
 def test_readme_runs_in_the_order_shown(tmp_path, capsys):
   commands = _readme_commands()
   wanted = ["strategies.train", "strategies.train", "compat_v1.train"]

@@ -68,6 +68,7 @@ def test_native_noise_is_held_back_and_every_other_line_shown(capfd):
   assert err == "E0000 00:00:1.5 1 something.cc:1] a real error\n" + "x" * 200000 + "\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("verbosity,shown", [(None, False), ("1", True)])
 def test_importing_tensorflow_says_nothing_unless_verbosity_asks(verbosity, shown):
   # A fresh interpreter, as a user's binary starts: TensorFlow's import-time lines

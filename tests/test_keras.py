@@ -56,7 +56,6 @@ def test_two_outputs_keep_their_names_losses_and_weights():
   np.testing.assert_array_equal(labels["vehicle"].numpy(), vehicles.astype(np.int32))
 
 
-@pytest.mark.slow
 def _tensors(train_dir):
   """Every value of the newest checkpoint; not tf.train.Checkpoint's count of the saves this
   process made (bookkeeping: an interrupted run made more saves than an uninterrupted one)."""
@@ -65,6 +64,7 @@ def _tensors(train_dir):
           if k not in ("_CHECKPOINTABLE_OBJECT_GRAPH", "save_counter/.ATTRIBUTES/VARIABLE_VALUE")}
 
 
+@pytest.mark.slow
 def test_the_binary_resumes_and_writes_the_checkpoints_of_strategies_train(tmp_path):
   # Any --max_steps (13, then 23: the last epochs are shorter), the moving averages, the
   # global step: the checkpoint is strategies.train's, tensor for tensor, to the bit.
@@ -106,6 +106,7 @@ def test_the_binary_resumes_and_writes_the_checkpoints_of_strategies_train(tmp_p
   assert re.search(rf"Initialized from {tmp_path}/keras\S* at step 23", v1.stderr), v1.stderr
 
 
+@pytest.mark.slow
 def test_sigterm_saves_and_the_restart_ends_with_the_uninterrupted_bits(tmp_path):
   import os  # pylint: disable=g-import-not-at-top
   import signal  # pylint: disable=g-import-not-at-top

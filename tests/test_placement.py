@@ -75,6 +75,7 @@ except tf.errors.InvalidArgumentError as e:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("soft", ["on", "off"])
 def test_tf2_soft_placement_moves_an_int32_variable_off_an_absent_gpu(soft):
   out = subprocess.run([sys.executable, "-c", _TF2_INT32_ON_GPU, soft], capture_output=True,

@@ -189,6 +189,7 @@ def _evaluate_while_the_trainer_deletes(scorer, train, run_once):
     assert [s.split("ckpt-")[1] for s in seen] == ["2", "3"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trainer,prefix", [("tf2", "ckpt"), ("v1", "model.ckpt")])
 def test_a_newest_checkpoint_with_flipped_bits_is_set_aside_and_the_one_before_resumes(
     trainer, prefix, tmp_path, caplog):

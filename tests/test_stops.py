@@ -15,6 +15,7 @@ TRAINERS = pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.tr
 FLAGS = ("--dataset=synthetic", "--batch_size=4", "--max_steps=2", "--save_checkpoint_steps=1")
 
 
+@pytest.mark.slow
 @TRAINERS
 def test_non_finite_weights_are_never_saved(trainer, tmp_path):
   # A finite loss whose update is not: one local4 weight of the --init_from checkpoint is
@@ -90,6 +91,7 @@ def test_v1_ps_worker_jobs_save_on_sigterm(tmp_path):
   assert checkpoints.read(str(tmp_path)).global_step == step
 
 
+@pytest.mark.slow
 def test_a_failed_keras_run_leaves_tf_summary_recording_in_this_process(tmp_path):
   # keras_fit stopped by the non-finite check inside fit; the TF2 loop run after it in the
   # same process must still write its summaries.
@@ -103,6 +105,7 @@ def test_a_failed_keras_run_leaves_tf_summary_recording_in_this_process(tmp_path
   assert list(runs.summaries(tmp_path / "t")["loss"]) == [0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trainer", ["tf2", "v1"])
 def test_ctrl_c_finishes_the_step_saves_and_a_second_one_quits(trainer, tmp_path):
   # Before: Ctrl-C ended the run at once (exit 130), losing every step since the last
@@ -139,6 +142,7 @@ def test_ctrl_c_finishes_the_step_saves_and_a_second_one_quits(trainer, tmp_path
     signal.signal(signal.SIGINT, previous)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trainer", ["tf2", "v1"])
 def test_a_sigterm_stop_exits_with_the_preemption_exit_code(trainer, tmp_path):
   # Before: 42, which a TFJob `restartPolicy: ExitCode` treats as permanent (it restarts on
