@@ -1,0 +1,95 @@
+"""How the porting kit pairs the two sides' variables and slots and measures their
+differences: by name, then by shape and creation order; what it cannot pair is one line
+naming every variable, unless the port's variable_map leaves a TF1-only variable out; a
+difference is counted in ULPs. The model is tests/bn_momentum_port.py."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import porting
+from porting import diffs
+from porting import matching
+from tests import bn_momentum_port as m
+
+# pytest resets warning filters per test; the model's own filter does not outlive it.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:`tf.layers.batch_normalization` is deprecated")
+
+
+def test_ulps_count_the_floats_between_two_values():
+  a = np.float32([1.0, -2.0, 0.0, 3.0])
+  b = a.copy()
+  b[1] = np.nextafter(np.float32(-2.0), np.float32(0.0))
+  b[3] = np.nextafter(np.nextafter(np.float32(3.0), np.float32(9)), np.float32(9))
+  d = diffs.diff(a, b)
+  assert d.ulps == 2 and not d.within(0) and d.within(1e-6)
+  assert diffs.diff(np.float32([0.0]), np.float32([-0.0])).within(0)  # the same value
+  assert diffs.diff(a, a[:2]).shape_mismatch
+
+
+TF1 = [("conv1/kernel", (3, 3, 3, 8)), ("bn1/gamma", (8,)), ("bn1/beta", (8,)),
+       ("logits/kernel", (8, 10)), ("logits/bias", (10,))]
+
+
+def test_variables_pair_by_name_then_by_shape_and_creation_order():
+  by_name = [("net/logits/bias", (10,)), ("net/conv1/kernel", (3, 3, 3, 8)),
+             ("net/bn1/beta", (8,)), ("net/bn1/gamma", (8,)), ("net/logits/kernel", (8, 10))]
+  assert matching.match(TF1, by_name) == [(n, "net/" + n) for n, _ in TF1]
+  keras_names = [("conv2d/kernel", (3, 3, 3, 8)), ("batch_normalization/gamma", (8,)),
+                 ("batch_normalization/beta", (8,)), ("dense/kernel", (8, 10)),
+                 ("dense/bias", (10,))]
+  assert [b for _, b in matching.match(TF1, keras_names)] == [n for n, _ in keras_names]
+
+
+def test_unmatched_variables_are_one_line_naming_every_one():
+  # gamma and beta have the same shape and, with a variable missing, no order to go by.
+  other = [("conv2d/kernel", (3, 3, 3, 8)), ("bn/scale", (8,)), ("bn/offset", (8,)),
+           ("dense/kernel", (8, 10))]
+  with pytest.raises(porting.PortError) as e:
+    matching.match(TF1, other)
+  message = str(e.value)
+  assert "\n" not in message
+  for name in ("bn1/gamma", "bn1/beta", "logits/bias", "bn/scale", "bn/offset"):
+    assert name in message
+  assert "conv1/kernel" not in message  # paired: its shape occurs once on each side
+  explicit = {"bn1/gamma": "bn/scale", "bn1/beta": "bn/offset"}
+  with pytest.raises(porting.PortError, match=r"TF1 logits/bias \[10\]; TF2 none"):
+    matching.match(TF1, other, explicit)
+  assert matching.match(TF1[:-1], other, explicit)[1:3] == list(explicit.items())
+  with pytest.raises(porting.PortError, match="names TF2 'bn/gamma', which the port"):
+    matching.match(TF1, other, {"bn1/gamma": "bn/gamma"})
+
+
+def test_a_slot_belongs_to_the_longest_variable_name_it_starts_with():
+  # Keras names a slot '<variable path, / as _>_<kind>': 'dense_kernel_scale_momentum' is
+  # dense/kernel_scale's momentum. Before: also dense/kernel's slot of kind 'scale_momentum'.
+  from porting import tf2_replicas  # pylint: disable=g-import-not-at-top
+  variables = [type("Variable", (), {"path": p})() for p in ("dense/kernel",
+                                                             "dense/kernel_scale")]
+  slots = [type("Slot", (), {"name": n})() for n in ("dense_kernel_momentum",
+                                                     "dense_kernel_scale_momentum")]
+  optimizer = type("Optimizer", (), {"variables": slots})()
+  assert tf2_replicas.slot_variables(optimizer, variables) == {
+      ("dense/kernel", "momentum"): slots[0], ("dense/kernel_scale", "momentum"): slots[1]}
+
+
+def _tower_loss_with_a_counter(images, labels):
+  """The tower as before, plus a variable of the TF1 code's own that the port has no
+  counterpart of (as the original's loss averages were)."""
+  tf.compat.v1.get_variable("tower_counter", [], initializer=tf.compat.v1.zeros_initializer(),
+                            trainable=False)
+  return m.tower_loss(images, labels)
+
+
+def test_a_tf1_only_variable_is_an_error_until_the_map_leaves_it_out():
+  with pytest.raises(porting.PortError, match=r"TF1 tower_counter \[\]; TF2 none"):
+    porting.compare(m.port(tower_loss=_tower_loss_with_a_counter), m.batches(2), replicas=2,
+                    steps=1)
+  port = m.port(tower_loss=_tower_loss_with_a_counter, variable_map={"tower_counter": None})
+  report = porting.compare(port, m.batches(2), replicas=2, steps=2)
+  plain = porting.compare(m.port(), m.batches(2), replicas=2, steps=2)
+  assert report.left_out == ["tower_counter"]
+  assert "not compared (variable_map): tower_counter" in report.text().splitlines()[0]
+  assert [(r.kind, r.tf1, r.diff) for r in report.rows] == [
+      (r.kind, r.tf1, r.diff) for r in plain.rows]
