@@ -20,7 +20,7 @@ IDIOMS = ("ConfigProto", "CUDA_VISIBLE_DEVICES", "log_device_placement", "allow_
           "compute_gradients", "tf.app.flags", "exponential_decay",
           "ExponentialMovingAverage", "FileWriter", "tf.train.Saver", "shuffle_batch",
           "prefetch_queue", "ClusterSpec", "tf.train.Server", "replica_device_setter",
-          "MonitoredTrainingSession", "SyncReplicasOptimizer", "asynchronous ps/worker",
+          "MonitoredTrainingSession", "sess.run(train_op)", "SyncReplicasOptimizer", "asynchronous ps/worker",
           "multi_gpu_model", "model parallelism", "is_gpu_available")
 
 
