@@ -49,14 +49,13 @@ class Trainer(state.TrainingState):
     self.hparams = hparams
     self.compute_dtype = compute_dtype
     self.loss_scale = loss_scale  # of a tower's loss (cifar10.precision): None, a float, DYNAMIC
-    self.dynamic = loss_scale == precision.DYNAMIC
     self.ema_reads = ema_reads
     # Whether train_step returns what strategies.loop writes as summaries (not under
     # ParameterServerStrategy, whose coordinator would fetch it from the workers and writes
     # its own summaries).
     self.summary_outputs = summary_outputs
     super().__init__(strategy, seed=seed, moving_average_decay=hparams.moving_average_decay,
-                     dynamic_loss_scale=self.dynamic)
+                     dynamic_loss_scale=loss_scale == precision.DYNAMIC)
     # autograph=False throughout: nothing in the step branches or loops on a tensor (the one
     # loop, _steps', is written as tf.while_loop), and converting its Python took more than
     # half of each trace (2 replicas: 1.0 s for the first call, 0.42 s without), paid at the
