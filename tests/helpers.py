@@ -86,6 +86,20 @@ def train_v1(train_config, num_gpus=1, **kwargs):
   return loop.run(train_config, names, session_config, **kwargs)
 
 
+def trained(train_dir, seed):
+  """The checkpoint state of train_dir, checked to hold finite weights that all moved away
+  from the --seed's initial values."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top
+  from cifar10 import model  # pylint: disable=g-import-not-at-top
+  state = checkpoints.read(str(train_dir))
+  initial = model.initial_values(seed)
+  for name in model.VARIABLE_NAMES:
+    assert np.all(np.isfinite(state.weights[name])), name
+    assert not np.array_equal(state.weights[name], initial[name]), name
+  return state
+
+
 def summary_steps(folder):
   """{tag: [step, ...]} of the summaries in the events files directly in `folder`, in the
   order written (each file read whole: a file cut mid-record fails here)."""

@@ -1,7 +1,8 @@
 """ParameterServerStrategy + ClusterCoordinator on a local cluster (chief, workers, ps).
 
 With one worker the asynchronous updates happen one after another, so the run is the
-one-device run, bit for bit, also with the large weights partitioned over two ps tasks. With
+one-device run, bit for bit, also with the large weights partitioned over two ps tasks and
+started from another run's checkpoint (--init_from). With
 two workers the global step is exact, also when a worker is killed mid-run: the training goes
 on and the coordinator counts the step the dead worker had in flight once.
 """
@@ -57,24 +58,31 @@ def _summaries(train_dir):
 
 
 def test_one_worker_follows_the_one_device_run_with_partitioned_weights(tmp_path):
-  # 128 KiB: the conv2 (400 KiB), local3 (3.4 MiB) and local4 (288 KiB) weights split in two.
-  proc = _pss(tmp_path / "pss", 1, "--max_steps=12", "--ps_partition_min_bytes=131072", ps=2)
+  # The reference: the one-device loop in-process, from the seed to step 12 (FLAGS' values).
+  one = config.TrainConfig(train_dir=str(tmp_path / "one"), max_steps=12, batch_size=8, seed=2,
+                           dataset="synthetic", save_checkpoint_steps=6, save_summaries_steps=5)
+  assert helpers.train_tf2(one) == 12
+  # The job starts from the reference's step 6 (--init_from, as every mode does:
+  # tests/test_init_from.py), with the weights over 128 KiB split over two ps tasks: conv2
+  # (400 KiB), local3 (3.4 MiB), local4 (288 KiB).
+  init_from = str(tmp_path / "one" / "ckpt-6")
+  proc = _pss(tmp_path / "pss", 1, "--max_steps=12", "--save_summaries_steps=5",
+              f"--init_from={init_from}", "--ps_partition_min_bytes=131072", ps=2)
   out, _ = proc.communicate(timeout=240)
   assert proc.returncode == 0, out[-3000:]
+  assert f"Initialized from {init_from} at step 6" in out, out[-3000:]
   partitioned = {name: sorted(re.findall(r"/job:ps/replica:0/task:(\d)/", devices))
                  for name, devices in re.findall(r"(\S+) is partitioned into 2 shards: (.*)", out)}
   assert partitioned == {"conv2/weights": ["0", "1"], "local3/weights": ["0", "1"],
                          "local4/weights": ["0", "1"]}
-  # The same flags as FLAGS, in-process (the loop the binary runs).
-  assert helpers.train_tf2(config.TrainConfig(train_dir=str(tmp_path / "one"), max_steps=12,
-                                              batch_size=8, seed=2, dataset="synthetic")) == 12
   a, b = checkpoints.read(str(tmp_path / "pss")), checkpoints.read(str(tmp_path / "one"))
   # The coordinator's summaries: loss, learning rate and weight histograms, as one_device's.
   pss, one = _summaries(tmp_path / "pss"), _summaries(tmp_path / "one")
   assert {t for t in pss if not t.endswith("/gradients")} == set(pss)
   assert {"loss", "learning_rate", "local3/weights/values"} <= set(pss)
+  assert helpers.summary_steps(tmp_path / "pss")["loss"] == [10]  # from step 6, not 0
   for tag, (step, value) in pss.items():
-    assert step == one[tag][0] == 0, tag
+    assert step == one[tag][0] == 10, tag
     np.testing.assert_array_equal(value, one[tag][1], err_msg=tag)
   assert a.global_step == b.global_step == 12
   for name in a.weights:
