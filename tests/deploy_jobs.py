@@ -16,10 +16,13 @@ SMALL = {"--batch_size": "4", "--max_steps": "6", "--save_checkpoint_steps": "3"
          "--log_frequency": "3", "--evaluator_num_examples": "64"}
 
 
-def args(args, train_dir):
-  """The manifest's arguments with SMALL's values and train_dir (others as written)."""
+def args(args, train_dir, overrides=None):
+  """The manifest's arguments with SMALL's values, then `overrides`', and train_dir (others
+  as written)."""
   given = dict(a.split("=", 1) for a in args)
-  given.update(SMALL, **{"--train_dir": str(train_dir)})
+  given.update(SMALL)
+  given.update(overrides or {})
+  given["--train_dir"] = str(train_dir)
   return [f"{k}={v}" for k, v in given.items()]
 
 

@@ -129,3 +129,28 @@ def test_every_module_is_named_in_readme_and_its_package_docstring(package):
     doc = importlib.import_module(package).__doc__
     missing = [m for m in modules if not re.search(rf"\b{m}\b", doc)]
     assert not missing, f"{package}/__init__.py's docstring lacks {missing}"
+
+
+# A test file, optionally with a test of it, as docs, deploy files, docstrings and comments
+# name them; each must exist. (The deploy files still named the deployment tests' file after
+# it was split in two.)
+TEST_PATH = re.compile(r"\btests/(\w+\.py)(?:::(\w+))?")
+
+
+def test_every_test_file_named_anywhere_exists():
+  named = set()
+  patterns = ("*.md", "docs/*.md", "deploy/*", "*/*.py", ".ci/*")
+  for pattern in patterns:
+    for path in glob.glob(os.path.join(helpers.REPO, pattern)):
+      if ".venv" in path or not os.path.isfile(path):
+        continue
+      with open(path, encoding="utf-8") as f:
+        named |= {(os.path.relpath(path, helpers.REPO), *ref) for ref in TEST_PATH.findall(f.read())}
+  assert len({(file, test) for _, file, test in named}) >= 20, named
+  for where, file, test in sorted(named):
+    source = os.path.join(helpers.REPO, "tests", file)
+    assert os.path.isfile(source), f"{where} names tests/{file}, which does not exist"
+    if test:
+      with open(source, encoding="utf-8") as f:
+        assert re.search(rf"^def {test}\(", f.read(), re.MULTILINE), (
+            f"{where} names tests/{file}::{test}, which does not exist")

@@ -56,6 +56,32 @@ def test_a_failing_task_stops_the_job_with_its_status(capsys):
   assert "[worker:1] bad" in out and "worker:1 failed with exit status 3" in out
 
 
+def test_a_parameter_server_worker_that_dies_is_reported_and_the_job_goes_on(capsys,
+                                                                            monkeypatch):
+  # strategies.launch marks a PSS job's workers expendable: the coordinator reschedules a
+  # dead worker's steps (tests/test_deploy_tfjob.py kills a real one mid-run).
+  import types  # pylint: disable=g-import-not-at-top
+  from strategies import launch  # pylint: disable=g-import-not-at-top
+  jobs = []
+  monkeypatch.setattr(launcher, "run", lambda tasks, chief, timeout: jobs.append(
+      (tasks, chief)) or 0)
+  launch.main(types.SimpleNamespace(workers=2, ps=1, timeout_secs=0), ["--dataset=synthetic"])
+  (tasks, chief), = jobs
+  assert chief == "chief:0" and {t.name: (t.server, t.expendable) for t in tasks} == {
+      "ps:0": (True, False), "worker:0": (True, True), "worker:1": (True, True),
+      "chief:0": (False, False)}
+  monkeypatch.undo()
+  # The launcher: a SIGKILLed expendable task is one line; the chief's success ends the job.
+  dies = "import os, signal; print('stepping', flush=True); os.kill(os.getpid(), signal.SIGKILL)"
+  tasks = [launcher.Task("worker", 1, [sys.executable, "-c", dies], server=True,
+                         expendable=True),
+           _task("chief", 0, "import time; time.sleep(1.5); print('trained', flush=True)")]
+  assert launcher.run(tasks, chief="chief:0", grace=2) == 0
+  out = capsys.readouterr().out
+  assert "[launch] worker:1 exited with status -9; the job goes on\n" in out
+  assert "[worker:1] stepping\n" in out and "[chief:0] trained\n" in out
+
+
 def test_timeout_stops_everything():
   begin = time.time()
   status = launcher.run([_task("worker", 0, "import time; time.sleep(600)")], chief="worker:0",
