@@ -26,10 +26,13 @@ tf.config.set_logical_device_configuration(
     [tf.config.LogicalDeviceConfiguration()] * NUM_LOGICAL_CPUS)
 
 
-# Two workers when pytest-xdist is there (much of the suite waits on child processes:
-# measured on 2 cores, the fast tier took 104 s instead of 157 s); without it, one process,
-# where `-n 2` in addopts made pytest refuse to start. `-n 0` (or any -n) still decides.
-WORKERS = 2
+# Three workers when pytest-xdist is there, on 2 cores: much of the suite waits on child
+# processes (a cluster job's start, a peer's timeout, a signal's delivery), and a third
+# worker fills those waits. Measured on 2 cores, the whole suite: 313-316 s with two workers,
+# 286-295 s with three, 334 s with four (contention: ~100 s more CPU); the fast tier
+# (in-process, CPU-bound) 89 s with two or three. Without xdist, one process, where `-n 2` in
+# addopts made pytest refuse to start. `-n 0` (or any -n) still decides.
+WORKERS = 3
 
 
 @pytest.hookimpl(tryfirst=True)
