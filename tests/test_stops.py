@@ -65,25 +65,31 @@ def test_sigterm_stays_handled_after_the_loop_until_the_process_exits():
 
 @pytest.mark.slow
 def test_v1_ps_worker_jobs_save_on_sigterm(tmp_path):
-  import glob  # pylint: disable=g-import-not-at-top
   import re  # pylint: disable=g-import-not-at-top
-  import time  # pylint: disable=g-import-not-at-top
+  import threading  # pylint: disable=g-import-not-at-top
   from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top
   proc = helpers.start("compat_v1.launch", "--workers=2", "--ps=1", "--timeout_secs=240", "--",
                        "--dataset=synthetic", "--batch_size=4", "--max_steps=100000",
                        "--save_checkpoint_steps=100000", "--learning_rate=0.02",
-                       f"--train_dir={tmp_path}")
+                       "--log_frequency=5", f"--train_dir={tmp_path}")
+  lines, trained = [], threading.Event()
+
+  def read():
+    for line in proc.stdout:
+      lines.append(line)
+      # Some steps, none of them saved by the (never due) periodic checkpoint.
+      if re.search(r"\[worker:0\] .*step [1-9]\d*, loss = ", line):
+        trained.set()
+  reader = threading.Thread(target=read, daemon=True)
+  reader.start()
   try:
-    deadline = time.time() + 120
-    # The chief's summary writer opens its events file once its session is up.
-    while not glob.glob(f"{tmp_path}/events.out.tfevents.*") and time.time() < deadline:
-      assert proc.poll() is None, proc.stdout.read()[-3000:]
-      time.sleep(0.1)
-    time.sleep(3)  # some steps, none of them saved by the (never due) periodic checkpoint
+    assert trained.wait(120), "".join(lines)[-3000:]
     proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=90)
+    proc.wait(90)
+    reader.join(30)
   finally:
     proc.kill()
+  out = "".join(lines)
   match = re.search(r"\[worker:0\] stopped: SIGTERM after step (\d+); saved (\S+);", out)
   assert match, out[-3000:]
   step, path = int(match[1]), match[2]
