@@ -122,11 +122,18 @@ def test_sigkill_then_restart_finishes_with_the_uninterrupted_weights(reference,
   finally:
     proc.kill()
     proc.wait(30)
-  killed_at = tf.train.latest_checkpoint(str(tmp_path))
-  assert killed_at and int(killed_at.rsplit("-", 1)[1]) < MAX_STEPS
+  indexed = tf.train.latest_checkpoint(str(tmp_path))
+  assert indexed and int(indexed.rsplit("-", 1)[1]) < MAX_STEPS
   result = _train(tmp_path, f"--max_steps={MAX_STEPS}")
   assert result.returncode == 0, result.stderr[-3000:]
-  assert f"Resumed from {killed_at}" in result.stderr
+  resumed = re.search(r"Resumed from (\S+) at step (\d+)", result.stderr)
+  assert resumed, result.stderr[-3000:]
+  # From the checkpoint the index names, or from a newer complete one whose index update the
+  # kill cut short (its files written, the index not yet): the recovery says which.
+  if resumed[1] != indexed:
+    assert int(resumed[2]) > int(indexed.rsplit("-", 1)[1]), result.stderr[-3000:]
+    assert (f"The checkpoint index of {tmp_path} names {indexed}; resuming from {resumed[1]}, "
+            "the newest complete checkpoint in the folder") in result.stderr
   resumed = _variables(tf.train.latest_checkpoint(str(tmp_path)))
   expected = _variables(tf.train.latest_checkpoint(reference[0]))
   assert resumed.keys() == expected.keys()
