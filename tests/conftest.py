@@ -4,8 +4,10 @@ Every in-process test shares one TF runtime with /cpu:0../cpu:3, so the multi-re
 need no GPU; single-device tests just use /cpu:0.
 """
 
+import collections
 import gc
 import os
+import re
 import threading
 
 import pytest
@@ -14,16 +16,28 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from harness import quiet  # pylint: disable=g-import-not-at-top
 
-# TensorFlow's import-time lines (CUDA probing on a machine without a GPU) would otherwise
-# end up in the suite's output, once per xdist worker, as the binaries' first screens would.
-with quiet.native_stderr_filtered():
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  tf.config.list_physical_devices()
-
 NUM_LOGICAL_CPUS = 4
-tf.config.set_logical_device_configuration(
-    tf.config.list_physical_devices("CPU")[0],
-    [tf.config.LogicalDeviceConfiguration()] * NUM_LOGICAL_CPUS)
+
+
+def pytest_configure(config):
+  """TensorFlow with NUM_LOGICAL_CPUS logical CPU devices, in each process that runs tests:
+  not in xdist's controller, which only hands tests out (TensorFlow there cost ~3 s of CPU
+  and a gigabyte while the workers start)."""
+  if _is_xdist_controller(config):
+    return
+  # TensorFlow's import-time lines (CUDA probing on a machine without a GPU) would otherwise
+  # end up in the suite's output, once per xdist worker, as the binaries' first screens would.
+  with quiet.native_stderr_filtered():
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    tf.config.list_physical_devices()
+  tf.config.set_logical_device_configuration(
+      tf.config.list_physical_devices("CPU")[0],
+      [tf.config.LogicalDeviceConfiguration()] * NUM_LOGICAL_CPUS)
+
+
+def _is_xdist_controller(config):
+  return (config.pluginmanager.hasplugin("xdist") and bool(config.option.numprocesses)
+          and not os.environ.get("PYTEST_XDIST_WORKER"))
 
 
 # Three workers when pytest-xdist is there, on 2 cores: much of the suite waits on child
@@ -41,19 +55,56 @@ def pytest_cmdline_main(config):
       and not os.environ.get("PYTEST_XDIST_WORKER"):
     config.option.numprocesses = WORKERS
     if config.option.dist == "no":
-      config.option.dist = "loadgroup"  # see pytest_collection_modifyitems
+      config.option.dist = "loadgroup"  # see pytest_xdist_make_scheduler
 
 
-def pytest_collection_modifyitems(config, items):  # pylint: disable=unused-argument
-  """The tests of a module whose fixture is module-scoped (a reference run) go to one xdist
-  worker together: spread over both, each worker trained the reference again (measured: 14-26
-  s of duplicated setup in one run of the suite). The order stays the files' order: with the
-  `slow` tests first, both workers ran cluster jobs at once and the suite took 454 s instead of
-  391 s (TensorFlow's thread pools spin while they wait for a core)."""
-  for item in items:
-    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-    if any(d.scope == "module" for fixture in defs.values() for d in fixture):
-      item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+# Test files with a module-scoped fixture (a reference run their tests share): each goes to one
+# worker whole, or every worker that runs one of its tests trains the reference again. The
+# other tests go out one by one.
+_MODULE_FIXTURE = re.compile(r"""scope\s*=\s*["']module["']""")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+  """xdist's own loadgroup names each group by appending it to the test's id in the worker,
+  which pytest 9.2's structured ids no longer take (pytest-xdist#1386: every group silently
+  spread over all workers), and the worker never learnt of a --dist set here. The groups are
+  decided here, in the controller, from the files."""
+  if config.option.dist != "loadgroup":
+    return None
+  from xdist.scheduler import LoadScopeScheduling  # pylint: disable=g-import-not-at-top
+  tests = os.path.dirname(os.path.abspath(__file__))
+  grouped = set()
+  for name in os.listdir(tests):
+    if name.startswith("test_") and name.endswith(".py"):
+      with open(os.path.join(tests, name), encoding="utf-8") as f:
+        if _MODULE_FIXTURE.search(f.read()):
+          grouped.add(name)
+
+  class ModuleFixtureScheduling(LoadScopeScheduling):
+    def _split_scope(self, nodeid):
+      path = nodeid.split("::", 1)[0]
+      return path if os.path.basename(path) in grouped else nodeid
+
+    def _assign_work_unit(self, node):
+      # The files' order, except that a group goes out at half its place in it: handed out
+      # last, a group (test_train_e2e's 32 s) kept one worker busy 16 s after the others had
+      # ended. Not every group first, nor the `slow` tests first (measured: 454 s instead of
+      # 391 s, when the suite was slower): the workers then run their cluster jobs and
+      # reference runs at once, and TensorFlow's thread pools spin while they wait for a core.
+      if not getattr(self, "ordered", False):  # the queue is whole before the first unit goes
+        place = {nodeid: i for i, nodeid in enumerate(self.collection)}
+
+        def when(unit):
+          scope, ids = unit
+          first = place[next(iter(ids))]
+          return first / 2 if "::" not in scope else first
+        self.workqueue = collections.OrderedDict(sorted(self.workqueue.items(), key=when))
+        self.ordered = True
+      super()._assign_work_unit(node)
+
+  config.option.loadscopereorder = False
+  return ModuleFixtureScheduling(config, log)
 
 
 def pytest_runtest_teardown(item):  # pylint: disable=unused-argument

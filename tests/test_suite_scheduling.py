@@ -1,0 +1,72 @@
+"""How the suite hands its tests to xdist's workers (tests/conftest.py), driven through
+xdist's own scheduler with stand-in workers: a file with a module-scoped fixture goes to one
+worker whole, every other test on its own, in the files' order."""
+
+import types
+
+import pytest
+
+from tests import conftest
+
+pytest.importorskip("xdist")  # a test dependency; without it the suite runs in one process
+
+
+class _Worker:
+  """What the scheduler asks of a worker: take test indices, shut down."""
+
+  def __init__(self, name, sent):
+    self.name, self.sent, self.shutting_down, self.pending = name, sent, False, []
+    self.gateway = types.SimpleNamespace(id=name)
+
+  def send_runtest_some(self, indices):
+    self.pending.extend(indices)
+    self.sent.append((self.name, list(indices)))
+
+  def shutdown(self):
+    self.shutting_down = True
+
+
+def _run(ids, workers=3):
+  """Every test of `ids` run to the end by `workers` stand-ins that finish one test in turn;
+  returns {test: worker} and the units in the order they were handed out."""
+  config = types.SimpleNamespace(option=types.SimpleNamespace(dist="loadgroup"),
+                                 getvalue=lambda name: ["popen"] * workers)
+  scheduler = conftest.pytest_xdist_make_scheduler(config, None)
+  sent, nodes = [], [_Worker(f"gw{i}", []) for i in range(workers)]
+  for node in nodes:
+    node.sent = sent
+    scheduler.add_node(node)
+  for node in nodes:
+    scheduler.add_node_collection(node, ids)
+  scheduler.schedule()
+  ran = {}
+  while any(node.pending for node in nodes):
+    for node in nodes:
+      if node.pending:
+        index = node.pending.pop(0)
+        ran[ids[index]] = node.name
+        scheduler.mark_test_complete(node, index)
+  assert scheduler.tests_finished
+  return ran, [[ids[i] for i in indices] for _, indices in sent]
+
+
+def test_a_file_with_a_module_fixture_goes_to_one_worker_whole():
+  # test_train_e2e.py shares a reference run (a module-scoped fixture); test_schedule.py and
+  # the made-up test_zz.py do not. Before, the group was named by a mark that xdist never
+  # saw (pytest 9.2's node ids), and each worker that ran a test of it trained the reference.
+  ids = [f"tests/{name}::case_{i}" for name, count in (
+      ("test_schedule.py", 6), ("test_train_e2e.py", 4), ("test_zz.py", 4)) for i in range(count)]
+  ran, units = _run(ids)
+  assert len(ran) == len(ids)
+  assert len({ran[t] for t in ids if "train_e2e" in t}) == 1
+  assert len({ran[t] for t in ids if "test_schedule" in t}) > 1
+  assert len({ran[t] for t in ids if "test_zz" in t}) > 1
+  # One unit for the group, one per other test; the group at half its place in the files'
+  # order (its first test is at 6: handed out after the test at 3), so that it is not the
+  # last thing a worker does while the others have ended.
+  assert units == [[t] for t in ids[:4]] + [ids[6:10]] + [[t] for t in ids[4:6] + ids[10:]]
+
+
+def test_a_dist_asked_for_is_xdist_own():
+  config = types.SimpleNamespace(option=types.SimpleNamespace(dist="load"))
+  assert conftest.pytest_xdist_make_scheduler(config, None) is None
