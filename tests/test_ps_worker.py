@@ -102,12 +102,7 @@ def test_each_sync_replicas_update_averages_exactly_n_fresh_gradients():
   assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
   job = json.loads(result.stdout.strip().splitlines()[-1])
   assert job["global_step"] == updates
-  weights = [0.5]  # the initial value, then each update's result in order
-  for _, seen, _ in job["records"]:
-    if seen != weights[-1]:
-      weights.append(seen)
-  if weights[-1] != job["w"]:
-    weights.append(job["w"])
+  weights = _weights_in_update_order(job["records"], job["w"])
   assert len(weights) == updates + 1, weights
   for before, after in zip(weights, weights[1:]):
     xs = [x for _, seen, x in job["records"] if seen == before]
@@ -115,3 +110,25 @@ def test_each_sync_replicas_update_averages_exactly_n_fresh_gradients():
     assert len(pairs) == 1, (before, after, xs)
     assert not any(x == after for x in xs)  # not a single gradient
     assert not any(sum(t) / 3 == after for t in itertools.combinations(xs, 3))
+
+
+def _weights_in_update_order(records, final):
+  """The initial weight, then each update's result, from the workers' records in the order
+  they were appended: each value where it is first seen. A step records after its run returns,
+  and a run waits for the next update's token, so a step that read an older weight can record
+  after one that read a newer (seen under load: 65784, 32502, 65784, 32502); but no weight is
+  read before the update that made it, nor first recorded after the weight that follows it."""
+  weights = [0.5]
+  for _, seen, _ in records:
+    if seen not in weights:
+      weights.append(seen)
+  if final not in weights:
+    weights.append(final)
+  return weights
+
+
+def test_a_late_record_of_an_older_weight_is_not_a_new_update():
+  # The order of a failed run: worker 1's steps at 65784 recorded after worker 0 saw 32502.
+  records = [[0, 0.5, 1], [1, 0.5, 2], [0, 31416.0, 3], [1, 31416.0, 4], [0, 65784.0, 5],
+             [0, 32502.0, 6], [1, 65784.0, 7], [0, 32502.0, 8], [1, 65784.0, 9]]
+  assert _weights_in_update_order(records, 7.5) == [0.5, 31416.0, 65784.0, 32502.0, 7.5]
