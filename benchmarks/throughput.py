@@ -12,9 +12,11 @@ step, the ceiling of the model's step here. After --warmup steps, --steps steps 
 With --repeats=R each kind runs R times in rotating order and the median counts.
 Prints examples/sec, the ratio to v1, the model's FLOP rate as a share of this machine's
 float32 matmul peak (measured in the same run), the milliseconds of a global step and, at
-N = 1, what each kind's step costs over the bare step (its fixed per-step cost). With --out, writes results.json and, if
-matplotlib is installed (`pip install -e '.[bench]'`), chart.png there. On a machine without
-GPUs N means N logical CPU devices that share the same cores.
+N = 1, what each kind's step costs over the bare step (its fixed per-step cost; `-` at N > 1,
+where there is no bare step, and without v1 in --kinds for the ratio). With --out, writes
+results.json (null for each `-`) and, if matplotlib is installed (`pip install -e '.[bench]'`),
+chart.png there. On a machine without GPUs N means N logical CPU devices that share the same
+cores.
 """
 
 import json
@@ -136,6 +138,10 @@ def _chart(rows, path):
   print(f"wrote {path}")
 
 
+def _cell(value):
+  return "-" if value is None else f"{value:.2f}"
+
+
 def main(values):
   if values.child:
     return _child(values.child, values)
@@ -160,7 +166,9 @@ def main(values):
       results = {kind: statistics.median(rates[kind]) for kind in kinds}
       for kind in sorted(kinds, key=lambda k: k != "bare_step"):  # the bare step first
         rate = results[kind]
-        ratio = rate / results["v1"] if "v1" in results else float("nan")
+        # None where there is nothing to compare with (no v1 run; no bare step at N > 1):
+        # `-` in the table, null in results.json (NaN is not JSON).
+        ratio = rate / results["v1"] if "v1" in results else None
         share = 100 * rate * flops / (peak * 1e9)
         # A global step's time, and what it costs over the bare step of one replica's batch
         # (N = 1; the fixed cost of a step, which decides the speed where steps are cheap).
@@ -168,12 +176,12 @@ def main(values):
         bare = bare_ms.get(precision) if n == 1 else None
         if kind == "bare_step":
           bare_ms[precision] = bare = step_ms
-        over = step_ms - bare if bare is not None else float("nan")
+        over = step_ms - bare if bare is not None else None
         rows.append({"precision": precision, "n": n, "kind": kind, "examples_per_sec": rate,
                      "runs": rates[kind], "ratio_to_v1": ratio, "percent_of_peak": share,
                      "ms_per_step": step_ms, "ms_over_bare_step": over})
-        print(f"{precision:>9} {n:>2} {LABELS[kind]:>11} {rate:>9.1f} {ratio:>6.2f} "
-              f"{share:>6.1f}% {step_ms:>8.2f} {over:>9.2f}", flush=True)
+        print(f"{precision:>9} {n:>2} {LABELS[kind]:>11} {rate:>9.1f} {_cell(ratio):>6} "
+              f"{share:>6.1f}% {step_ms:>8.2f} {_cell(over):>9}", flush=True)
   if values.out:
     path = os.path.join(values.out, "results.json")
     with open(path, "w", encoding="utf-8") as f:
@@ -181,7 +189,7 @@ def main(values):
                  "batch_size": values.batch_size, "steps": values.steps,
                  "warmup": values.warmup, "steps_per_loop": values.steps_per_loop,
                  "repeats": values.repeats,
-                 "rows": rows}, f, indent=1)
+                 "rows": rows}, f, indent=1, allow_nan=False)
     print(f"wrote {path}")
     _chart(rows, os.path.join(values.out, "chart.png"))
 

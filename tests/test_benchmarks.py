@@ -55,6 +55,41 @@ def test_a_run_prints_and_writes_each_kind_against_v1(tmp_path):
                                    f"{rows['v1']['ms_over_bare_step']:.2f}"]
 
 
+def test_what_has_nothing_to_compare_with_is_a_dash_and_null(tmp_path, monkeypatch, capsys):
+  # Stand-in children (their rates made up): at N = 2 there is no bare step, and without v1
+  # in --kinds no ratio. Before, the table printed `nan` and results.json held NaN, which is
+  # not JSON (a strict parser such as JavaScript's JSON.parse refuses the file).
+  from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
+  from benchmarks import throughput  # pylint: disable=g-import-not-at-top
+  rates = {"peak": {"gflops": 100.0}, "bare_step": {"examples_per_sec": 800.0},
+           "tf2": {"examples_per_sec": 400.0}, "v1": {"examples_per_sec": 500.0}}
+  monkeypatch.setattr(throughput, "_run_child", lambda spec, _: rates[spec.split(":")[0]])
+  monkeypatch.setattr(throughput, "_chart", lambda rows, path: None)
+  tables = {}
+  for kinds in ("tf2,v1,bare_step", "tf2,bare_step"):
+    fv = absl_flags.FlagValues()
+    throughput.define_flags(fv)
+    fv(["throughput", "--num_gpus=1,2", f"--kinds={kinds}", "--batch_size=8",
+        f"--out={tmp_path / kinds}"])
+    throughput.main(fv)
+    tables[kinds] = [line.split() for line in capsys.readouterr().out.splitlines()
+                     if line.strip().startswith("fp32")]
+    with open(tmp_path / kinds / "results.json", encoding="utf-8") as f:
+      text = f.read()
+    assert "NaN" not in text
+    rows = {(r["n"], r["kind"]): r for r in json.loads(text)["rows"]}
+    # At N = 1 a step of 8 examples at 800/s is 10 ms; TF2's 20 ms are 10 over it.
+    assert rows[1, "tf2"]["ms_per_step"] == 20 and rows[1, "tf2"]["ms_over_bare_step"] == 10
+    assert rows[2, "tf2"]["ms_per_step"] == 40 and rows[2, "tf2"]["ms_over_bare_step"] is None
+    assert rows[1, "tf2"]["ratio_to_v1"] == (0.8 if "v1" in kinds else None)
+  # precision, N, kind, ex/s, / v1, % peak, ms/step, over bare: `-` where nothing compares.
+  assert tables["tf2,v1,bare_step"][1] == ["fp32", "1", "TF2", "400.0", "0.80", "42.1%",
+                                           "20.00", "10.00"]
+  assert tables["tf2,v1,bare_step"][3] == ["fp32", "2", "TF2", "400.0", "0.80", "42.1%",
+                                           "40.00", "-"]
+  assert tables["tf2,bare_step"][1][4] == "-" and tables["tf2,bare_step"][2][-1] == "-"
+
+
 @pytest.mark.parametrize("flags,expected", [
     (("--threads=0",), "--threads must lie in 1.."),
     (("--threads=one",), "--threads=one: give whole numbers"),
