@@ -10,11 +10,12 @@ For each precision and N, each kind of benchmarks.measure runs in its own child 
 idiomatic Keras `fit` of the same CNN (benchmarks.keras_peer), and (N = 1) a bare tf.function
 step, the ceiling of the model's step here. After --warmup steps, --steps steps are timed.
 With --repeats=R each kind runs R times in rotating order and the median counts.
-Prints examples/sec, the ratio to v1, the model's FLOP rate as a share of this machine's
+Prints the machine (porting.machine: CPU, ISA, oneDNN, versions, GPUs), then examples/sec,
+the ratio to v1, the model's FLOP rate as a share of this machine's
 float32 matmul peak (measured in the same run), the milliseconds of a global step and, at
 N = 1, what each kind's step costs over the bare step (its fixed per-step cost; `-` at N > 1,
 where there is no bare step, and without v1 in --kinds for the ratio). With --out, writes
-results.json (null for each `-`) and, if matplotlib is installed (`pip install -e '.[bench]'`),
+results.json (the machine as an object; null for each `-`) and, if matplotlib is installed (`pip install -e '.[bench]'`),
 chart.png there. On a machine without GPUs N means N logical CPU devices that share the same
 cores.
 """
@@ -68,8 +69,10 @@ def _child(spec, values):
   kind, n, precision = spec.split(":")
   measure.configure(deterministic=values.deterministic)
   run = (int(n), values.batch_size, values.warmup, values.steps, values.intra_op_threads)
-  if kind == "peak":
-    result = {"gflops": measure.peak_gflops(values.intra_op_threads)}
+  if kind == "peak":  # and the machine the children measure on
+    from porting import machine  # pylint: disable=g-import-not-at-top
+    result = {"gflops": measure.peak_gflops(values.intra_op_threads),
+              "machine": machine.describe().as_dict()}
   else:
     extra = {"steps_per_loop": values.steps_per_loop} if kind == "tf2_loop" else {}
     seconds = getattr(measure, "tf2" if kind == "tf2_loop" else kind)(
@@ -148,8 +151,10 @@ def main(values):
   counts = _check(values)
   from benchmarks import measure  # pylint: disable=g-import-not-at-top
   flops = measure.training_flops_per_example()
-  peak = statistics.median(_run_child("peak:1:fp32", values)["gflops"]
-                           for _ in range(values.repeats))
+  peaks = [_run_child("peak:1:fp32", values) for _ in range(values.repeats)]
+  peak, where = statistics.median(p["gflops"] for p in peaks), peaks[0]["machine"]
+  from porting import machine  # pylint: disable=g-import-not-at-top
+  print(f"machine: {machine.Machine.from_dict(where).line()}")
   print(f"global batch = {values.batch_size} x N, {values.steps} timed steps after "
         f"{values.warmup} warm-up steps, synthetic data; K = {values.steps_per_loop}; "
         f"matmul peak {peak:.0f} GFLOP/s; {flops / 1e6:.1f} MFLOP per example")
@@ -185,7 +190,7 @@ def main(values):
   if values.out:
     path = os.path.join(values.out, "results.json")
     with open(path, "w", encoding="utf-8") as f:
-      json.dump({"peak_gflops": peak, "flops_per_example": flops,
+      json.dump({"machine": where, "peak_gflops": peak, "flops_per_example": flops,
                  "batch_size": values.batch_size, "steps": values.steps,
                  "warmup": values.warmup, "steps_per_loop": values.steps_per_loop,
                  "repeats": values.repeats,

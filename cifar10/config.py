@@ -23,8 +23,7 @@ EMA_READS = ("updated", "previous")
 # The compute dtypes of the forward and backward pass (cifar10.precision); fp16 scales the loss.
 PRECISIONS = ("fp32", "bf16", "fp16")
 DEFAULT_LOSS_SCALE = 2.0 ** 15
-# A fixed loss scale is a float32 power of two: a normal one, with room for the replica count
-# (a replica's loss is scaled N times as much) and the loss itself.
+# A fixed loss scale is a float32 power of two: a normal one, with room for the loss itself.
 MIN_LOSS_SCALE, MAX_LOSS_SCALE = 2.0 ** -126, 2.0 ** 100
 DYNAMIC_LOSS_SCALE = "dynamic"
 
@@ -153,7 +152,7 @@ class TrainConfig:
                            f"got {self.loss_scale}: only then is unscaling exact and the two "
                            "trainers equal")
         if not MIN_LOSS_SCALE <= value <= MAX_LOSS_SCALE:
-          # Both trainers hold it as a float32 (times the replica count): 2**200 became Inf
+          # Both trainers hold it as a float32: 2**200 became Inf
           # and 2**-200 zero, and the run failed at step 0 with the wrong advice.
           raise UsageError(f"--loss_scale={self.loss_scale} is not a float32 scale: give a "
                            "power of two from 2**-126 to 2**100 (32768 is the default)")

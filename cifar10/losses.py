@@ -1,9 +1,11 @@
 """The tutorial's loss, split into its parts so that each trainer picks its reduction.
 
-The total loss of the original is `mean(cross_entropy) + sum(wd * l2_loss(w))`. A tower
-trainer computes it per tower and averages the tower gradients; a tf.distribute trainer SUMS
-replica gradients, so each replica must scale by the global batch and add 1/N of the weight
-decay. Both reductions live here, side by side, and tests/test_losses.py proves them equal.
+The total loss of the original is `mean(cross_entropy) + sum(wd * l2_loss(w))`. Both trainers
+compute it per tower or replica (`tower_loss`) and average the gradients (compat_v1's
+`average_gradients`, strategies' `replica_mean`). TF2's idiom, where the optimizer SUMS replica
+gradients, scales each replica's loss by the global batch and adds 1/N of the weight decay
+(`replica_loss`): the same numbers where N is a power of two, other roundings elsewhere
+(tests/test_losses.py; MIGRATION.md shows it as the idiom, equivalence.cifar10_port runs it).
 
 Also here: the original's per-tower loss terms and their moving averages, which both
 trainers write as summaries under the original's tags.
@@ -45,9 +47,14 @@ def tower_terms(logits, labels, params):
   (wd=0.0) for conv1, conv2 and softmax_linear; they are left out."""
   terms = {f"{s.name.split('/')[0]}/weight_loss":
                tf.multiply(tf.nn.l2_loss(params[s.name]), s.wd) for s in model.SPECS if s.wd}
-  decay = tf.add_n(list(terms.values()))  # the same ops as weight_decay(params)
+  # The decay terms' sum as a reduction, not an add: grappler's arithmetic optimizer flattens
+  # a chain of adds into one AddN in its own order, and did so in a TF2 function (where the
+  # terms had no other use) but not in the v1 graph: cross-entropy + (a + b) became
+  # (cross-entropy + a) + b there, 1 ULP off in one step of four. A Sum is not an add: both
+  # sides then compute (a + b) + cross-entropy, the original's add_n over its collection.
+  decay = tf.reduce_sum(tf.stack(list(terms.values())))
   terms["cross_entropy"] = tf.reduce_mean(cross_entropy(logits, labels))
-  terms["total_loss"] = terms["cross_entropy"] + decay
+  terms["total_loss"] = decay + terms["cross_entropy"]
   return terms
 
 

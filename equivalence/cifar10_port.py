@@ -2,8 +2,9 @@
 
 The TF1 side is compat_v1's tower (`tower_params`: get_variable on /cpu:0, reused by every
 tower) with the shared model and the tutorial's tower loss; the TF2 side the same model's
-variables in a tf.Module, the per-replica loss of strategies' step (summed over the global
-batch, weight decay divided by N); on both the staircase schedule (TF1's
+variables in a tf.Module, with strategies' step's reduction: each replica's loss is the
+tower's, its gradients averaged as average_gradients averages (gradient_reduction="mean"; or
+the TF2 idiom, "sum", to see where it differs); on both the staircase schedule (TF1's
 GradientDescentOptimizer, a Keras SGD) and the moving averages of the weights.
 `python -m equivalence` prints the kit's report of it; tests/test_equivalence.py holds it to
 the bit.
@@ -46,10 +47,16 @@ class _Schedule(keras.optimizers.schedules.LearningRateSchedule):
     return {"decay_steps": self.decay_steps}
 
 
-def port(seed, decay_steps, ema_order="after_update"):
+def port(seed, decay_steps, ema_order="after_update", gradient_reduction="mean"):
   """The Port of the two trainers' shared core at `seed`, decaying every `decay_steps`, with
   the moving averages of the weights (the EMA applied after the update, as both trainers do
-  by default; ema_order="before_update" is the original's usual order on the TF1 side)."""
+  by default; ema_order="before_update" is the original's usual order on the TF1 side).
+
+  gradient_reduction="mean" is strategies' step (each replica the tower's loss, the gradients
+  averaged as average_gradients averages them); "sum" is the TF2 idiom instead
+  (losses.replica_loss: the sum over the global batch, 1/N of the weight decay, summed), which
+  rounds differently where N is not a power of two.
+  """
   initial = model.initial_values(seed)
 
   def tower_loss(images, labels):
@@ -60,8 +67,11 @@ def port(seed, decay_steps, ema_order="after_update"):
 
   def replica_loss(net, images, labels, global_batch_size):
     logits = model.inference(net.params, images)
-    replicas = tf.distribute.get_strategy().num_replicas_in_sync
-    return losses.replica_loss(logits, labels, net.params, global_batch_size, replicas), logits
+    if gradient_reduction == "sum":
+      replicas = tf.distribute.get_strategy().num_replicas_in_sync
+      return losses.replica_loss(logits, labels, net.params, global_batch_size,
+                                 replicas), logits
+    return losses.tower_loss(logits, labels, net.params), logits  # over this replica's slice
 
   return porting.Port(
       tower_loss=tower_loss,
@@ -74,7 +84,7 @@ def port(seed, decay_steps, ema_order="after_update"):
                                                              num_updates=step),
       tf2_ema=lambda optimizer: tf.train.ExponentialMovingAverage(
           DEFAULT.moving_average_decay, num_updates=optimizer.iterations),
-      ema_order=ema_order)
+      ema_order=ema_order, gradient_reduction=gradient_reduction)
 
 
 def batches(seed, global_batch_size, steps):

@@ -56,7 +56,7 @@ def _v1_session(n):
 def tf2_gradients(n, seed, images, labels):
   """All-reduced MirroredStrategy gradients of one global batch over n replicas."""
   strategy = tf2_devices.get_strategy("mirrored", _devices(n))
-  trainer = Trainer(strategy, seed=seed, global_batch_size=len(images), decay_steps=1)
+  trainer = Trainer(strategy, seed=seed, decay_steps=1)
   dist = strategy.experimental_distribute_dataset(
       tf.data.Dataset.from_tensors((images, labels)))
   _, grads = tf.function(trainer.gradients, autograph=False)(*next(iter(dist)))

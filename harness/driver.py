@@ -41,6 +41,7 @@ from harness import profiling
 from harness import progress
 from harness import run_folder
 from harness import signals
+from porting import machine
 
 # The progress lines' rates, which the driver writes as TensorBoard scalars (on the chief,
 # beside the loop's own summaries; its own events file). They time the machine, not the
@@ -136,6 +137,9 @@ class Run:
     """Resume from train_dir's newest complete checkpoint, else --init_from, else the seed;
     then the backend's start. Returns the global step to start at."""
     config, backend = self.config, self.backend
+    # The kernels this process's bits come from (docs/determinism.md: the contract holds on
+    # one kind of machine with the same settings).
+    logging.info("Machine: %s", machine.describe().line())
     resume_from, keep = run_folder.recover(config.train_dir, repair=self.chief)
     if resume_from:
       start = backend.resume(resume_from, keep)

@@ -18,6 +18,7 @@
   diagnosis   the known causes of a difference, named where the numbers fit
   checkpoints tf1_to_tf2 / tf2_to_tf1: a port's checkpoints both ways, slots included
   devices     N GPUs, or N logical CPU devices where there are none
+  machine     the machine the bits were made on (CPU, instruction sets, oneDNN, GPUs)
   errors      PortError: one line, no traceback, from the command line
 
 Nothing here knows CIFAR-10; MIGRATION.md ("Port your own model") walks through a second

@@ -6,6 +6,7 @@ import dataclasses
 from porting.errors import PortError
 from porting import devices as replica_devices
 from porting import diagnosis
+from porting import machine
 from porting import matching
 from porting import report
 from porting import spec
@@ -16,7 +17,8 @@ from porting import tf2_replicas
 @dataclasses.dataclass
 class Report:
   """pairs: [(TF1 name, TF2 name)]; rows: every report.Row; tf1, tf2: the two Traces;
-  hints: the known causes that fit the numbers; equal: every row within `tolerance`."""
+  hints: the known causes that fit the numbers; equal: every row within `tolerance`;
+  machine: the porting.machine.Machine it ran on (bits are its kernels')."""
   pairs: list
   rows: list
   tf1: object
@@ -24,6 +26,7 @@ class Report:
   tolerance: float
   hints: list
   replicas: int
+  machine: object = None
 
   @property
   def equal(self):
@@ -51,8 +54,10 @@ class Report:
     if self.left_out:
       title += f"; not compared (variable_map): {', '.join(self.left_out)}"
     verdict = "EQUAL" if self.equal else "NOT EQUAL"
-    return report.text(self.rows, self.tolerance, self.learning_rates, self.hints,
-                       title) + f"\n{verdict}"
+    where = f"  machine: {self.machine.line()}\n" if self.machine else ""
+    text = report.text(self.rows, self.tolerance, self.learning_rates, self.hints, title)
+    head, _, body = text.partition("\n")
+    return f"{head}\n{where}{body}\n{verdict}"
 
 
 def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0):
@@ -83,9 +88,11 @@ def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0):
     optimizers = (towers.optimizer_class, type(tf2.optimizer).__name__)
   finally:
     towers.close()
-  table = report.rows(pairs, trace1, trace2, optimizers)
-  hints = diagnosis.causes(pairs, trace1, trace2, table, tolerance, replicas, optimizers)
-  return Report(pairs, table, trace1, trace2, tolerance, hints, replicas)
+  summed = port.gradient_reduction == "sum"
+  table = report.rows(pairs, trace1, trace2, optimizers, replicas if summed else 1)
+  hints = diagnosis.causes(pairs, trace1, trace2, table, tolerance, replicas, optimizers,
+                           port.gradient_reduction)
+  return Report(pairs, table, trace1, trace2, tolerance, hints, replicas, machine.describe())
 
 
 def _checked(batch, step, replicas):

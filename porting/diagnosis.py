@@ -4,7 +4,8 @@ deliberately wrong port (tests/test_porting.py).
 
   scale         every gradient N x (the replica's loss divided by its own batch, not the
                 global one) or 1/N (a MEAN all-reduce, or the loss divided by N, on top of
-                the optimizer's SUM)
+                the optimizer's SUM; or, averaging as the towers do, a loss divided by the
+                global batch)
   regularization the TF2 gradients differ from TF1's by (N - 1) x (each replica adds the whole
                 regularization) or -1 x (it is missing) the regularization's gradient
   learning rate the rates differ (the decay counts steps differently)
@@ -17,7 +18,8 @@ deliberately wrong port (tests/test_porting.py).
                 of a broadcast add sum in different orders)
   momentum      MomentumOptimizer's accumulator against Keras SGD's velocity
   Adam's 1 - beta  TF1's kernel rounds 1 - beta in float32, Keras in Python floats
-  N not a power of two  dividing by N x B and by N rounds; the towers' means do not
+  N not a power of two  dividing by N x B and by N rounds; the towers' means do not (the
+                "sum" gradient reduction only)
   EMA read order  the moving averages differ while the weights they average do not
 """
 
@@ -36,7 +38,7 @@ def _close(x, y, rel=0.05):
   return scale > 0 and np.linalg.norm(x - y) <= rel * scale
 
 
-def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers):
+def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="sum"):
   """The known causes that fit the differences of `table` (report.Rows), as lines."""
   bad = [r for r in table if not r.diff.within(tolerance)]
   rates = [s.learning_rate for s in tf1.steps], [s.learning_rate for s in tf2.steps]
@@ -52,7 +54,13 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers):
   scaled = False
   if n > 1 and g1.any():
     ratio = float(g2 @ g1 / (g1 @ g1))
-    if abs(ratio - n) < 0.05 * n:
+    if reduction == "mean" and abs(ratio - 1 / n) < 0.05 / n:
+      scaled = True
+      hints.append(f"every gradient is {ratio:.3g} x the towers' average (1/N, N = {n}): "
+                   "the replicas' gradients are averaged (gradient_reduction='mean'), so each "
+                   "replica's loss must be the tower's own, its mean over the replica's "
+                   "examples, not their sum over the global batch")
+    elif abs(ratio - n) < 0.05 * n:
       scaled = True
       hints.append(f"every gradient is {ratio:.3g} x the towers' average (N = {n}): the TF2 "
                    "loss is divided by the replica's batch, not the global batch (divide the "
@@ -111,12 +119,14 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers):
       hints.append("only bias gradients differ, by rounding: BiasAddGrad (tf.nn.bias_add) "
                    "and the gradient of a broadcast add (x + b) sum over the batch in "
                    "different orders; use the same op on both sides")
-  if n & (n - 1) and not scaled and all(r.diff.max_rel <= ROUNDING for r in bad):
+  if n & (n - 1) and reduction == "sum" and not scaled and all(
+      r.diff.max_rel <= ROUNDING for r in bad):
     hints.append(f"N = {n} is not a power of two: a replica's loss, divided by the global "
                  f"batch N x B (and its share of the regularization by N) and summed over the "
                  "replicas, rounds differently from each tower's mean over B averaged over "
                  "N; only a power of two divides without rounding (every difference here is "
-                 "of rounding size)")
+                 "of rounding size). gradient_reduction='mean', with each replica's loss the "
+                 "tower's own, does the towers' divisions")
   averages = [r for r in bad if r.kind == "average"]
   if averages:
     s = min(r.step for r in averages)

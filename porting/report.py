@@ -1,10 +1,11 @@
 """The comparison of two traces, variable by variable and step by step, as numbers and text.
 
 Rows are (step, kind, TF1 name, TF2 name, Diff) with kind one of:
-  loss      tower i's loss against replica i's loss x N (a replica's loss is scaled by the
-            global batch, a tower's by its own; x N is exact for powers of two)
+  loss      tower i's loss against replica i's loss, x N under the "sum" gradient reduction
+            (a replica's loss is scaled by the global batch, a tower's by its own; x N is
+            exact for powers of two)
   outputs   tower i's outputs against replica i's
-  gradient  the towers' averaged gradient against the replicas' summed one
+  gradient  the towers' averaged gradient against the replicas' reduced one
   weight    every model variable after the step (moving statistics included; TF2's value is
             replica 0's, the one its checkpoint saves)
   slot      optimizer slots after the step, in TF1's convention (see SLOT_CONVENTIONS)
@@ -42,11 +43,12 @@ class Row:
   diff: diffs.Diff
 
 
-def rows(pairs, tf1, tf2, optimizers):
+def rows(pairs, tf1, tf2, optimizers, loss_factor):
   """Every Row of traces `tf1` and `tf2` under the variable `pairs`; `optimizers` is the
-  (TF1, TF2) optimizer class names, for the slot conventions."""
+  (TF1, TF2) optimizer class names, for the slot conventions; a replica's loss is compared
+  times `loss_factor` (N under the "sum" gradient reduction, else 1)."""
   to2 = dict(pairs)
-  n = len(tf1.steps[0].losses) if tf1.steps else 1
+  n = loss_factor
   out = []
   for s, (a, b) in enumerate(zip(tf1.steps, tf2.steps)):
     for i, (la, lb) in enumerate(zip(a.losses, b.losses)):

@@ -14,6 +14,7 @@ from typing import Callable, Optional
 from porting.errors import PortError
 
 UPDATE_OPS = ("first_tower", "all_towers")
+GRADIENT_REDUCTIONS = ("sum", "mean")
 EMA_ORDERS = ("after_update", "before_update")
 
 
@@ -31,9 +32,17 @@ class Port:
   build_model() -> the TF2 model (a Keras model or layer, or a tf.Module); called under the
     strategy's scope, so its variables are mirrored.
   replica_loss(model, images, labels, global_batch_size) -> loss, or (loss, outputs): one
-    replica's loss, scaled as the port means to (the convention: the sum over its examples
-    divided by the global batch, so that the replicas' summed gradients are the average).
-  tf2_optimizer() -> a Keras optimizer (it sums the replicas' gradients itself).
+    replica's loss, scaled as `gradient_reduction` says.
+  tf2_optimizer() -> a Keras optimizer.
+  gradient_reduction: how the replicas' gradients become one. "sum" (TF2's idiom): the loss
+    is the sum over the replica's examples divided by the global batch
+    (tf.nn.compute_average_loss) plus 1/N of the regularization, and the Keras optimizer sums
+    the replicas' gradients itself; where N is not a power of two this rounds differently
+    from the towers' means. "mean": the loss is the tower's own (the mean over the replica's
+    examples plus the whole regularization), and the kit averages the gradients as
+    `average_gradients` does (the sum in replica order, then a true division by N) and hands
+    the average to the optimizer once, in cross-replica context: the towers' divisions at
+    every N.
   update_ops: which towers' UPDATE_OPS (batch-norm moving statistics) the TF1 code runs with
     its train op: "first_tower" (`get_collection(UPDATE_OPS, scope)` of tower 0, as the
     multi-GPU tutorials did) or "all_towers".
@@ -56,6 +65,7 @@ class Port:
   tf1_ema: Optional[Callable] = None
   tf2_ema: Optional[Callable] = None
   ema_order: str = "after_update"
+  gradient_reduction: str = "sum"
 
   def __post_init__(self):
     if self.update_ops not in UPDATE_OPS:
@@ -64,6 +74,9 @@ class Port:
     if self.ema_order not in EMA_ORDERS:
       raise PortError(f"ema_order must be one of {', '.join(EMA_ORDERS)}, got "
                       f"{self.ema_order!r}")
+    if self.gradient_reduction not in GRADIENT_REDUCTIONS:
+      raise PortError(f"gradient_reduction must be one of {', '.join(GRADIENT_REDUCTIONS)}, "
+                      f"got {self.gradient_reduction!r}")
     if (self.tf1_ema is None) != (self.tf2_ema is None):
       raise PortError("give tf1_ema and tf2_ema both, or neither: an average on one side "
                       "only has nothing to be compared with")

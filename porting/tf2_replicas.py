@@ -1,9 +1,12 @@
 """The TF2 side: the team's model and per-replica loss under MirroredStrategy.
 
 Each replica takes its contiguous slice of the global batch (replica i: rows i*B .. (i+1)*B,
-as tower i), computes its loss and gradients on a tape, and hands them to the Keras optimizer,
-which sums them over the replicas and updates the mirrored variables. The summed gradients
-are also all-reduced here, in the same order, to be reported.
+as tower i) and computes its loss and gradients on a tape. With the port's
+gradient_reduction "sum" it hands them to the Keras optimizer, which sums them over the
+replicas and updates the mirrored variables (the summed gradients are also all-reduced here,
+in the same order, to be reported); with "mean" they are averaged as `average_gradients`
+averages (`replica_mean`) and the optimizer's own sum is handed the average once
+(`_first_replica_only`).
 """
 
 import numpy as np
@@ -50,6 +53,25 @@ def slot_variables(optimizer, trainable):
       key = max(owners, key=len)
       slots[(keys[key], name[len(key) + 1:])] = slot
   return slots
+
+
+def replica_mean(ctx, values):
+  """`values` averaged over the replicas as average_gradients averages towers: the sum, then a
+  true division by N. ReduceOp.MEAN divides by a constant, which grappler strength-reduces to
+  a multiplication by 1/N: another rounding wherever N is not a power of two. DivNoNan, left
+  alone by that pass, divides as RealDiv does for N > 0."""
+  summed = ctx.all_reduce(tf.distribute.ReduceOp.SUM, values)
+  return [tf.math.divide_no_nan(v, tf.constant(ctx.num_replicas_in_sync, v.dtype))
+          for v in summed]
+
+
+def _first_replica_only(ctx, averaged):
+  """What each replica hands a Keras optimizer, which sums the replicas' gradients itself
+  (and only in replica context), so that the sum is `averaged` to the bit: the average on
+  replica 0, -0.0 on the others (x + -0.0 is x for every x, signed zeros included)."""
+  if tf.get_static_value(ctx.replica_id_in_sync_group) == 0:
+    return averaged
+  return [tf.fill(tf.shape(g), tf.constant(-0.0, g.dtype)) for g in averaged]
 
 
 class Replicas:
@@ -100,6 +122,8 @@ class Replicas:
 
     x, y = self.strategy.experimental_distribute_values_from_function(slice_of)
 
+    mean = self.port.gradient_reduction == "mean"
+
     def replica(x, y):
       with tf.GradientTape() as tape:
         loss, outputs = spec.loss_and_outputs(
@@ -108,11 +132,15 @@ class Replicas:
       if any(g is None for g in grads):
         missing = [n for n, g in zip(self.names, grads) if g is None]
         raise PortError(f"replica_loss has no gradient for {', '.join(missing)}")
-      summed = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM,
-                                                             grads)
+      ctx = tf.distribute.get_replica_context()
+      if mean:
+        reduced = replica_mean(ctx, grads)
+        grads = _first_replica_only(ctx, reduced)
+      else:
+        reduced = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
       lr = tf.identity(self.optimizer.learning_rate)  # before the update moves the step
       self.optimizer.apply_gradients(zip(grads, self.trainable))
-      return loss, outputs, summed, lr
+      return loss, outputs, reduced, lr
 
     out = self.strategy.run(replica, (x, y))
     if self.ema is not None:  # after the update: the program order is the execution order

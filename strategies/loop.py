@@ -37,8 +37,7 @@ def build_trainer(config, strategy, summary_outputs=True, jit_compile=False):
   """The step and the state of `config`'s run, created under `strategy`."""
   n = strategy.num_replicas_in_sync
   return Trainer(
-      strategy, seed=config.seed, global_batch_size=config.global_batch_size(n),
-      decay_steps=config.steps_between_decays(n),
+      strategy, seed=config.seed, decay_steps=config.steps_between_decays(n),
       hparams=config.hparams, compute_dtype=precision.compute_dtype(config.precision),
       loss_scale=config.scale,
       ema_reads=config.ema_reads, summary_outputs=summary_outputs, jit_compile=jit_compile)

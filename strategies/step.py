@@ -3,10 +3,14 @@
 `Trainer(strategy, ...)` is a strategies.state.TrainingState (weights, global step, EMA
 shadows) with compiled steps; `train_step(iterator, stop_requested)` is one step:
 
-  1. each replica: forward on its slice of the global batch, loss = sum(CE) / global_batch +
-     weight_decay / num_replicas, gradients, SUM all-reduce (== the TF1 towers' average).
-     The all-reduce also carries each replica's stop request (SIGTERM, see strategies.loop),
-     so every worker learns at the same step that one of them must stop: no extra collective;
+  1. each replica: forward on its slice of the global batch, the tower's loss (mean(CE) over
+     the slice + weight_decay), gradients, MEAN all-reduce: the divisions of the TF1 towers'
+     `average_gradients` (the sum over replicas in replica order, then / N), so the two are
+     the same bits at every N, not only where dividing by N is exact (the TF2 idiom,
+     sum(CE) / global_batch + weight_decay / N with a SUM all-reduce, rounds differently
+     at N = 3, 5, 6, 7: MIGRATION.md). The all-reduce also carries each replica's stop
+     request (SIGTERM, see strategies.loop), so every worker learns at the same step that
+     one of them must stop: no extra collective;
   2. the loss is checked for NaN/Inf; every update below depends on that check, so a
      non-finite step raises before anything non-finite reaches a variable or a checkpoint;
   3. w -= lr * g with the shared schedule (the GradientDescentOptimizer kernel);
@@ -41,10 +45,9 @@ Call = collections.namedtuple("Call", "loss lr stop record last_loss last_lr ran
 class Trainer(state.TrainingState):
   """The compiled steps of one strategy; build it once, before the first step."""
 
-  def __init__(self, strategy, *, seed, global_batch_size, decay_steps, hparams=DEFAULT,
+  def __init__(self, strategy, *, seed, decay_steps, hparams=DEFAULT,
                compute_dtype=tf.float32, loss_scale=None, ema_reads="updated",
                summary_outputs=True, jit_compile=False):
-    self.global_batch_size = global_batch_size
     self.decay_steps = decay_steps
     self.hparams = hparams
     self.compute_dtype = compute_dtype
@@ -75,38 +78,33 @@ class Trainer(state.TrainingState):
   def lr(self):
     return schedule.learning_rate(self.global_step, self.decay_steps, self.hparams)
 
-  def _forward_backward(self, images, labels, num_replicas, scale):
-    """One replica's loss, scaled gradients, tower terms and activations: the part of the
-    step that --jit_compile hands to XLA (the all-reduce stays outside)."""
+  def _forward_backward(self, images, labels, scale):
+    """One replica's gradients (unscaled again, as a tower's), tower terms and activations:
+    the part of the step that --jit_compile hands to XLA (the all-reduce stays outside)."""
     activations = {}
     with tf.GradientTape() as tape:
       logits = model.inference(self.params, images, self.compute_dtype, activations)
-      loss = losses.replica_loss(logits, labels, self.params, self.global_batch_size,
-                                 num_replicas)
-      scaled_loss = precision.scaled(loss, scale)
-    grads = tape.gradient(scaled_loss, self.shards)
-    return loss, grads, losses.tower_terms(logits, labels, self.params), activations
+      terms = losses.tower_terms(logits, labels, self.params)  # total_loss: the tower's loss
+      scaled_loss = precision.scaled(terms["total_loss"], scale)
+    grads = precision.unscaled(tape.gradient(scaled_loss, self.shards), scale)
+    return grads, terms, activations
 
   def _replica_gradients(self, images, labels, *extra):
-    """Loss and gradients of one replica; the all-reduce sums the gradients and `extra`.
+    """Gradients of one replica, averaged over the replicas with `extra` (replica_mean).
     Also returns the tower terms and activations the original summarised."""
     ctx = tf.distribute.get_replica_context()
-    tower_scale = self.scale.read_value() if self.dynamic else self.loss_scale
-    scale = (None if tower_scale is None else
-             precision.replica_scale(tower_scale, ctx.num_replicas_in_sync))
-    loss, grads, terms, activations = self.forward_backward(
-        images, labels, ctx.num_replicas_in_sync, scale)
+    scale = self.scale.read_value() if self.dynamic else self.loss_scale
+    grads, terms, activations = self.forward_backward(images, labels, scale)
     # identity: a copy on this replica's device (the input lives on the host, and the
     # all-reduce takes its destinations from where its values are).
     extra = [tf.identity(x) for x in extra]
-    reduced = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads + extra)
-    # The sum, as the towers' mean: unscaled once.
-    grads, extra = precision.unscaled(reduced[:len(grads)], scale), reduced[len(grads):]
+    reduced = replica_mean(ctx, grads + extra)
+    grads, extra = reduced[:len(grads)], reduced[len(grads):]
     finite = tf.constant(True)
-    if self.dynamic:  # the same sums on every replica, so the same decision on each
+    if self.dynamic:  # the same means on every replica, so the same decision on each
       finite = precision.all_finite(grads)
       grads = precision.skipped_if_not(finite, grads)
-    return loss, grads + extra, terms, activations, finite
+    return terms["total_loss"], grads + extra, terms, activations, finite
 
   def gradients(self, images, labels):
     """(global loss, all-reduced gradients as per-replica values) for one distributed batch.
@@ -114,7 +112,7 @@ class Trainer(state.TrainingState):
     The gradients follow `self.shards`: one per weight unless the weights are partitioned.
     """
     loss, grads, _, _, _ = self.strategy.run(self._replica_gradients, args=(images, labels))
-    return self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None), grads
+    return self.strategy.reduce(tf.distribute.ReduceOp.MEAN, loss, axis=None), grads
 
   def _recording_step(self, iterator, stop):
     return self._step(iterator, stop, record=True)
@@ -127,8 +125,7 @@ class Trainer(state.TrainingState):
     _, reduced, terms, activations, finite = self.strategy.run(self._replica_gradients,
                                                                args=(images, labels, stop))
     # The loss reported and checked is the towers' (mean of the replicas' tower losses): the
-    # same value as compat_v1 reports, to the bit. (The sum of the replica losses that the
-    # gradients come from is the same number up to float32 rounding.)
+    # same value as compat_v1 reports, to the bit.
     loss = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, terms["total_loss"], axis=None)
     grads, stop = reduced[:-1], reduced[-1]
     loss = losses.check_finite(loss)
@@ -202,6 +199,21 @@ class Trainer(state.TrainingState):
       return Call(loss, lr, stopping, out, loss, lr, 1)
     return Call(*self.steps_fn(iterator, tf.constant(float(stop_requested)),
                                tf.constant(steps - 1, tf.int32)))
+
+
+def replica_mean(ctx, values):
+  """The mean of `values` over the replicas of `ctx`, rounded as `average_gradients` rounds it:
+  the sum in replica order, then a true division by N (its reduce_mean's).
+
+  Not ReduceOp.MEAN: its `/ N` is a division by a constant, which grappler's constant folding
+  strength-reduces to a multiplication by 1/N (ReduceDivToReciprocalMul, for Div and RealDiv),
+  and x * (1/N) rounds differently from x / N wherever N is not a power of two (measured at
+  N = 3: every variable's averaged gradient off the towers' somewhere). DivNoNan, which that
+  pass leaves alone, divides exactly as RealDiv does for N > 0.
+  """
+  summed = ctx.all_reduce(tf.distribute.ReduceOp.SUM, values)
+  return [tf.math.divide_no_nan(v, tf.constant(ctx.num_replicas_in_sync, v.dtype))
+          for v in summed]
 
 
 def _sgd(var, grad, lr):

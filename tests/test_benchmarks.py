@@ -34,6 +34,10 @@ def test_a_run_prints_and_writes_each_kind_against_v1(tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   written = json.loads((tmp_path / "results.json").read_text())
   assert written["flops_per_example"] == 105295104 and written["peak_gflops"] > 0
+  # The machine the children measured on, as this process describes it.
+  from porting import machine  # pylint: disable=g-import-not-at-top
+  assert written["machine"] == machine.describe().as_dict()
+  assert f"machine: {machine.describe().line()}" in result.stdout.splitlines()
   rows = {r["kind"]: r for r in written["rows"]}
   assert sorted(rows) == ["bare_step", "v1"]
   assert rows["v1"]["ratio_to_v1"] == 1.0
@@ -61,7 +65,10 @@ def test_what_has_nothing_to_compare_with_is_a_dash_and_null(tmp_path, monkeypat
   # not JSON (a strict parser such as JavaScript's JSON.parse refuses the file).
   from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
   from benchmarks import throughput  # pylint: disable=g-import-not-at-top
-  rates = {"peak": {"gflops": 100.0}, "bare_step": {"examples_per_sec": 800.0},
+  from porting import machine  # pylint: disable=g-import-not-at-top
+  where = machine.Machine("Stand-in CPU", 2, ("avx2",), False, "", "2.21.0", "3.15.1")
+  rates = {"peak": {"gflops": 100.0, "machine": where.as_dict()},
+           "bare_step": {"examples_per_sec": 800.0},
            "tf2": {"examples_per_sec": 400.0}, "v1": {"examples_per_sec": 500.0}}
   monkeypatch.setattr(throughput, "_run_child", lambda spec, _: rates[spec.split(":")[0]])
   monkeypatch.setattr(throughput, "_chart", lambda rows, path: None)
@@ -77,6 +84,7 @@ def test_what_has_nothing_to_compare_with_is_a_dash_and_null(tmp_path, monkeypat
     with open(tmp_path / kinds / "results.json", encoding="utf-8") as f:
       text = f.read()
     assert "NaN" not in text
+    assert json.loads(text)["machine"] == where.as_dict()
     rows = {(r["n"], r["kind"]): r for r in json.loads(text)["rows"]}
     # At N = 1 a step of 8 examples at 800/s is 10 ms; TF2's 20 ms are 10 over it.
     assert rows[1, "tf2"]["ms_per_step"] == 20 and rows[1, "tf2"]["ms_over_bare_step"] == 10

@@ -194,7 +194,7 @@ def test_the_towers_update_and_average_the_weights_on_the_replicas_device_type(k
   if kind == "cpu":  # TF2: each replica's copy lives, and is updated, on its replica's device
     strategy = tf2_devices.get_strategy("mirrored", names)
     from strategies.step import Trainer  # pylint: disable=g-import-not-at-top
-    trainer = Trainer(strategy, seed=1, global_batch_size=8, decay_steps=10)
+    trainer = Trainer(strategy, seed=1, decay_steps=10)
     for name in model.VARIABLE_NAMES:
       copies = strategy.experimental_local_results(trainer.params[name])
       assert [c.device.lower().rsplit("device:", 1)[1] for c in copies] == ["cpu:0", "cpu:1"]

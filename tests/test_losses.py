@@ -1,4 +1,5 @@
-"""The two reductions of the tutorial's loss are one loss (and one gradient)."""
+"""The two reductions of the tutorial's loss are one loss (and one gradient) where N is a
+power of two; elsewhere only the towers' mean is the towers' arithmetic."""
 
 import numpy as np
 import pytest
@@ -48,6 +49,32 @@ def test_replica_sum_equals_tower_mean_in_value_and_gradient():
     g_replica = tape.gradient(replica, params[name]).numpy()
     g_tower = tape.gradient(tower, params[name]).numpy()
     np.testing.assert_array_equal(g_replica, g_tower, err_msg=name)
+
+
+def test_at_three_replicas_the_idiom_rounds_and_the_towers_mean_does_not():
+  """Why strategies' step averages tower losses' gradients instead: at N = 3 the idiom's
+  1/(N x B) and 1/N round; the towers' mean over B, summed and divided by N, is exact to
+  the towers' own arithmetic (strategies.step.replica_mean's division)."""
+  num, per = 3, 8
+  params = {n: tf.Variable(v) for n, v in model.initial_values(5).items()}
+  images, labels = _batch(num * per, 2)
+  slices = [(images[i * per:(i + 1) * per], labels[i * per:(i + 1) * per]) for i in range(num)]
+  with tf.GradientTape(persistent=True) as tape:
+    idiom = [losses.replica_loss(model.inference(params, x), y, params, num * per, num)
+             for x, y in slices]
+    towers = [losses.tower_loss(model.inference(params, x), y, params) for x, y in slices]
+  differs = 0
+  for name in model.VARIABLE_NAMES:
+    by_tower = [tape.gradient(t, params[name]) for t in towers]
+    average = tf.reduce_mean(tf.stack(by_tower), 0).numpy()  # average_gradients' op
+    summed = tf.add_n(by_tower)
+    mean = tf.math.divide_no_nan(summed, tf.constant(num, tf.float32)).numpy()
+    np.testing.assert_array_equal(mean, average, err_msg=name)
+    from_idiom = tf.add_n([tape.gradient(r, params[name]) for r in idiom]).numpy()
+    # Rounding only: apart by at most 1e-6 of the variable's largest gradient.
+    assert np.abs(from_idiom - average).max() <= 1e-6 * np.abs(average).max(), name
+    differs += not np.array_equal(from_idiom, average)
+  assert differs >= len(model.VARIABLE_NAMES) // 2  # rounding, in most variables
 
 
 def test_loss_average_is_the_originals_moving_average_to_the_bit():

@@ -88,6 +88,30 @@ def _no_regularization(model, images, labels, global_batch_size):
   return tf.nn.compute_average_loss(per_example, global_batch_size=global_batch_size), logits
 
 
+def _towers_loss(model, images, labels, global_batch_size):
+  """The port written as the towers' loss: the mean over the replica's own examples plus the
+  whole regularization (for gradient_reduction="mean")."""
+  del global_batch_size
+  logits = model(images, training=True)
+  per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+  return tf.reduce_mean(per_example) + tf.add_n(model.losses), logits
+
+
+def test_averaging_as_the_towers_do_gives_their_gradients_at_three_replicas():
+  # TF2's idiom (sum over the global batch, the optimizer's SUM): the step-0 gradients round
+  # differently at N = 3. The towers' loss with gradient_reduction="mean": the same bits.
+  batches = m.batches(3, per_replica=4, steps=2)
+  idiom = porting.compare(m.port(), batches, replicas=3, steps=2)
+  towers = porting.compare(m.port(replica_loss=_towers_loss, gradient_reduction="mean"),
+                           batches, replicas=3, steps=2)
+  grads = lambda report: [r for r in report.rows if r.step == 0 and r.kind == "gradient"]
+  assert any(r.diff.ulps for r in grads(idiom))
+  assert all(r.diff.ulps == 0 for r in grads(towers)) and len(grads(towers)) == 5
+  assert all(r.diff.ulps == 0 for r in towers.rows if r.step == 0 and r.kind == "loss")
+  with pytest.raises(porting.PortError, match="gradient_reduction must be one of sum, mean"):
+    m.port(gradient_reduction="average")
+
+
 def _decay_per_step(global_step):
   rate = tf.compat.v1.train.exponential_decay(m.LEARNING_RATE, global_step, 1, 0.5,
                                               staircase=True)
@@ -110,6 +134,9 @@ WRONG = {
                           "x the towers' average (N = 2): the TF2 loss is divided by the "
                           "replica's batch"),
     "mean_on_sum": (dict(replica_loss=_mean_on_sum), 4, "averaged twice"),
+    "global_batch_loss_averaged": (dict(gradient_reduction="mean"), 4,
+                                   "averaged (gradient_reduction='mean'), so each replica's "
+                                   "loss must be the tower's own"),
     "regularization_n_times": (dict(replica_loss=_regularization_per_replica), 4,
                                "regularization is counted 2 times"),
     "regularization_missing": (dict(replica_loss=_no_regularization), 4,

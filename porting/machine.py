@@ -1,0 +1,156 @@
+"""The machine a comparison's or a run's bits were made on, as one line and as JSON.
+
+The same graph gives the same bits run after run on one kind of machine with the same
+settings, and may give other last bits on another: TensorFlow's CPU kernels depend on the
+instruction sets (oneDNN picks its kernels by them) and on whether oneDNN is on at all, and
+GPU kernels on the GPU and its driver. Two results that differ are only comparable knowing
+where each was made; every report of the kit, `python -m equivalence`, every training run's
+log and the benchmark's results.json say it:
+
+  machine: AMD EPYC, 2 CPUs (avx2 fma avx512f avx512bw avx512_vnni avx512_bf16), oneDNN on,
+  TensorFlow 2.21.0, Keras 3.15.1, no GPU
+
+`describe()` reads this process's; `Machine` is plain data, so tests describe other machines.
+"""
+
+import dataclasses
+import importlib.metadata
+import os
+import subprocess
+
+# /proc/cpuinfo flags that decide which CPU kernels run: TensorFlow turns oneDNN on by default
+# where a CPU has VNNI, AVX-512 BF16 or AMX (ONEDNN_DEFAULT), oneDNN dispatches by the AVX
+# generation, and float16 goes to oneDNN's kernels with AVX-512 FP16, AMX FP16 or AVX-NE-CONVERT
+# (FLOAT16_KERNELS). TensorFlow 2.21's tensorflow/core/util/port.cc and util.cc.
+ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "avx512_fp16",
+             "avx_vnni", "avx_ne_convert", "amx_tile", "amx_int8", "amx_bf16", "amx_fp16")
+ONEDNN_DEFAULT = ("avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8", "amx_bf16")
+
+
+@dataclasses.dataclass(frozen=True)
+class Machine:
+  """cpu: the CPU's model name; cpus: logical CPUs; isa: the ISA_FLAGS it has, in that order;
+  onednn: whether TensorFlow's oneDNN kernels are on; onednn_max_isa: ONEDNN_MAX_CPU_ISA, the
+  cap on oneDNN's dispatch, if set; gpus: each GPU's name (and compute capability);
+  gpu_driver: the NVIDIA driver's version, where nvidia-smi tells it."""
+  cpu: str
+  cpus: int
+  isa: tuple
+  onednn: bool
+  onednn_max_isa: str
+  tensorflow: str
+  keras: str
+  gpus: tuple = ()
+  gpu_driver: str = ""
+
+  @property
+  def float16_kernels(self):
+    """Whether float16 ops go to oneDNN's float16 kernels (TensorFlow's
+    IsDataTypeSupportedByOneDNNOnThisCPU), not TensorFlow's own (Eigen)."""
+    isa = set(self.isa)
+    return self.onednn and (("avx512bw" in isa and isa & {"avx512_fp16", "amx_fp16"})
+                            or "avx_ne_convert" in isa)
+
+  def line(self):
+    """One line: CPU, ISA, oneDNN, versions, GPUs."""
+    onednn = "oneDNN " + ("on" if self.onednn else "off")
+    if self.onednn_max_isa:
+      onednn += f" (ONEDNN_MAX_CPU_ISA={self.onednn_max_isa})"
+    if self.gpus:
+      names = sorted(set(self.gpus), key=self.gpus.index)
+      gpus = "GPUs: " + ", ".join(f"{self.gpus.count(n)} x {n}" for n in names)
+      gpus += f", driver {self.gpu_driver}" if self.gpu_driver else ""
+    else:
+      gpus = "no GPU"
+    return (f"{self.cpu}, {self.cpus} CPUs ({' '.join(self.isa) or 'no AVX2'}), {onednn}, "
+            f"TensorFlow {self.tensorflow}, Keras {self.keras}, {gpus}")
+
+  def as_dict(self):
+    out = dataclasses.asdict(self)
+    out["isa"], out["gpus"] = list(self.isa), list(self.gpus)
+    return out
+
+  @classmethod
+  def from_dict(cls, values):
+    """The Machine of an as_dict() (read back from JSON)."""
+    return cls(**{**values, "isa": tuple(values["isa"]), "gpus": tuple(values["gpus"])})
+
+
+def cpu_info(path="/proc/cpuinfo"):
+  """(model name, the ISA_FLAGS present) of the first CPU listed in `path`; ("unknown", ())
+  where there is no such file (not Linux)."""
+  name, flags = "", set()
+  try:
+    with open(path, encoding="utf-8", errors="replace") as f:
+      for line in f:
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key == "model name" and not name:
+          name = value.strip()
+        elif key == "flags" and not flags:
+          flags = set(value.split())
+        if name and flags:
+          break
+  except OSError:
+    pass
+  return name or "unknown CPU", tuple(f for f in ISA_FLAGS if f in flags)
+
+
+def onednn_enabled(isa, environ=os.environ):
+  """Whether TensorFlow runs its oneDNN kernels: TF_ENABLE_ONEDNN_OPTS where set, else on for
+  CPUs with ONEDNN_DEFAULT's instructions (Linux x86, TensorFlow's DefaultOneDnnPolicy)."""
+  value = environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip().lower()
+  if value in ("0", "false"):
+    return False
+  if value in ("1", "true"):
+    return True
+  return any(f in isa for f in ONEDNN_DEFAULT)
+
+
+def _runtime_onednn(isa):
+  """This process's answer, from TensorFlow itself where it says (a private binding: fall
+  back to its rule)."""
+  try:
+    from tensorflow.python.util import _pywrap_util_port  # pylint: disable=g-import-not-at-top
+    return bool(_pywrap_util_port.IsMklEnabled())
+  except (ImportError, AttributeError):
+    return onednn_enabled(isa)
+
+
+def _gpus():
+  """(names, driver) of the GPUs TensorFlow lists, without starting its runtime."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  names = []
+  for gpu in tf.config.list_physical_devices("GPU"):
+    details = tf.config.experimental.get_device_details(gpu)
+    name = details.get("device_name", gpu.name)
+    capability = details.get("compute_capability")
+    names.append(f"{name} (compute {capability[0]}.{capability[1]})" if capability else name)
+  driver = ""
+  if names:
+    try:
+      out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
+                            "--format=csv,noheader"], capture_output=True, text=True,
+                           timeout=10, check=True)
+      driver = out.stdout.split()[0] if out.stdout.split() else ""
+    except (OSError, subprocess.SubprocessError):
+      pass
+  return tuple(names), driver
+
+
+def _version(package):
+  try:
+    return importlib.metadata.version(package)
+  except importlib.metadata.PackageNotFoundError:
+    return "not installed"
+
+
+def describe():
+  """This process's Machine (TensorFlow imported; its GPU runtime is not started)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  cpu, isa = cpu_info()
+  gpus, driver = _gpus()
+  return Machine(cpu=cpu, cpus=os.cpu_count() or 0, isa=isa, onednn=_runtime_onednn(isa),
+                 onednn_max_isa=os.environ.get("ONEDNN_MAX_CPU_ISA", ""),
+                 tensorflow=tf.__version__, keras=_version("keras"), gpus=gpus,
+                 gpu_driver=driver)

@@ -1,0 +1,112 @@
+"""Which machine the bits were made on (porting.machine): the CPU and the instruction sets that
+pick TensorFlow's kernels, oneDNN on or off as TensorFlow decides it, the versions, the GPUs;
+and that every run log, the kit's report and the equivalence report carry it."""
+
+import subprocess
+
+import pytest
+import tensorflow as tf
+
+import porting
+from porting import machine
+from tests import helpers
+
+# /proc/cpuinfo of the kinds CI and users have (flags cut to what matters and some noise).
+SAPPHIRE_RAPIDS = """processor\t: 0
+vendor_id\t: GenuineIntel
+model name\t: Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz
+flags\t\t: fpu sse2 avx avx2 fma avx512f avx512dq avx512bw avx512_vnni avx512_bf16 avx512_fp16 amx_bf16 amx_tile amx_int8
+processor\t: 1
+model name\t: Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz
+flags\t\t: fpu sse2 avx avx2 fma avx512f avx512bw avx512_vnni avx512_bf16 avx512_fp16
+"""
+ZEN4 = """model name\t: AMD EPYC
+flags\t\t: sse2 avx f16c avx2 fma avx512f avx512bw avx512_vnni avx512_bf16 avx512vbmi
+"""
+OLD_AVX2 = """model name\t: AMD EPYC 7B12
+flags\t\t: sse2 avx avx2 fma f16c
+"""
+
+
+@pytest.mark.parametrize("text, name, isa, onednn, float16", [
+    (SAPPHIRE_RAPIDS, "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz",
+     ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "avx512_fp16",
+      "amx_tile", "amx_int8", "amx_bf16"), True, True),
+    (ZEN4, "AMD EPYC", ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16"),
+     True, False),
+    # No VNNI, BF16 or AMX: TensorFlow leaves oneDNN off (its Eigen kernels run).
+    (OLD_AVX2, "AMD EPYC 7B12", ("avx2", "fma"), False, False),
+])
+def test_each_cpu_kind_gets_tensorflows_kernel_choice(tmp_path, text, name, isa, onednn,
+                                                      float16):
+  (tmp_path / "cpuinfo").write_text(text)
+  assert machine.cpu_info(str(tmp_path / "cpuinfo")) == (name, isa)
+  assert machine.onednn_enabled(isa, {}) is onednn
+  kind = machine.Machine(name, 2, isa, onednn, "", "2.21.0", "3.15.1")
+  assert bool(kind.float16_kernels) is float16
+  # TF_ENABLE_ONEDNN_OPTS decides where set: then no float16 kernels of oneDNN either.
+  assert machine.onednn_enabled(isa, {"TF_ENABLE_ONEDNN_OPTS": "0"}) is False
+  assert machine.onednn_enabled(isa, {"TF_ENABLE_ONEDNN_OPTS": "1"}) is True
+  off = machine.Machine(name, 2, isa, False, "", "2.21.0", "3.15.1")
+  assert not off.float16_kernels
+
+
+def test_no_cpuinfo_is_an_unknown_cpu(tmp_path):
+  assert machine.cpu_info(str(tmp_path / "absent")) == ("unknown CPU", ())
+
+
+def test_the_line_names_everything_that_picks_kernels():
+  kind = machine.Machine("Intel Xeon", 16, ("avx2", "avx512f"), True, "AVX2", "2.21.0",
+                         "3.15.1", ("NVIDIA H100 (compute 9.0)",) * 2 + ("NVIDIA A100",),
+                         "550.54.15")
+  assert kind.line() == ("Intel Xeon, 16 CPUs (avx2 avx512f), oneDNN on "
+                         "(ONEDNN_MAX_CPU_ISA=AVX2), TensorFlow 2.21.0, Keras 3.15.1, GPUs: "
+                         "2 x NVIDIA H100 (compute 9.0), 1 x NVIDIA A100, driver 550.54.15")
+  assert machine.Machine.from_dict(kind.as_dict()) == kind
+
+
+def test_this_process_is_described_as_tensorflow_runs_it():
+  here = machine.describe()
+  from tensorflow.python.util import _pywrap_util_port  # pylint: disable=g-import-not-at-top
+  assert here.onednn is bool(_pywrap_util_port.IsMklEnabled())
+  assert here.onednn is machine.onednn_enabled(here.isa)  # the rule is TensorFlow's
+  assert here.tensorflow == tf.__version__ and here.gpus == () and here.gpu_driver == ""
+  assert here.line().startswith(f"{here.cpu}, ")
+
+
+def test_gpus_are_named_with_the_driver(monkeypatch):
+  # TensorFlow's listing and nvidia-smi faked at the boundary, as on a 2-GPU machine.
+  gpus = [tf.config.PhysicalDevice(f"/physical_device:GPU:{i}", "GPU") for i in range(2)]
+  monkeypatch.setattr(tf.config, "list_physical_devices",
+                      lambda kind=None: gpus if kind == "GPU" else [])
+  monkeypatch.setattr(tf.config.experimental, "get_device_details",
+                      lambda gpu: {"device_name": "NVIDIA H100 80GB HBM3",
+                                   "compute_capability": (9, 0)})
+  calls = []
+
+  def nvidia_smi(args, **kwargs):
+    calls.append(args)
+    return subprocess.CompletedProcess(args, 0, "550.54.15\n550.54.15\n", "")
+
+  monkeypatch.setattr(subprocess, "run", nvidia_smi)
+  here = machine.describe()
+  assert here.gpus == ("NVIDIA H100 80GB HBM3 (compute 9.0)",) * 2
+  assert here.gpu_driver == "550.54.15"
+  assert calls == [["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]]
+  assert here.line().endswith("GPUs: 2 x NVIDIA H100 80GB HBM3 (compute 9.0), driver 550.54.15")
+
+
+def test_the_kits_report_says_where_it_ran():
+  from tests import bn_momentum_port as m  # pylint: disable=g-import-not-at-top
+  report = porting.compare(m.port(), m.batches(1, steps=1), replicas=1, steps=1)
+  assert report.machine == machine.describe()
+  assert report.text().split("\n")[1] == f"  machine: {machine.describe().line()}"
+
+
+def test_a_training_run_logs_its_machine(tmp_path, caplog):
+  from cifar10 import config  # pylint: disable=g-import-not-at-top
+  caplog.set_level("INFO")
+  run = config.TrainConfig(train_dir=str(tmp_path / "run"), dataset="synthetic", batch_size=2,
+                           max_steps=1, seed=1)
+  helpers.train_v1(run)
+  assert f"Machine: {machine.describe().line()}" in caplog.messages
