@@ -11,7 +11,8 @@ idiomatic Keras `fit` of the same CNN (benchmarks.keras_peer), and (N = 1) a bar
 step, the ceiling of the model's step here. After --warmup steps, --steps steps are timed.
 With --repeats=R each kind runs R times in rotating order and the median counts.
 Prints the machine (porting.machine: CPU, ISA, oneDNN, versions, GPUs), then examples/sec,
-the ratio to v1, the model's FLOP rate as a share of this machine's
+the ratio to v1 (a precision this CPU's kernels are refused, harness.cpu_kernels, is not
+measured: one line says why), the model's FLOP rate as a share of this machine's
 float32 matmul peak (measured in the same run), the milliseconds of a global step and, at
 N = 1, what each kind's step costs over the bare step (its fixed per-step cost; `-` at N > 1,
 where there is no bare step, and without v1 in --kinds for the ratio). With --out, writes
@@ -153,15 +154,21 @@ def main(values):
   flops = measure.training_flops_per_example()
   peaks = [_run_child("peak:1:fp32", values) for _ in range(values.repeats)]
   peak, where = statistics.median(p["gflops"] for p in peaks), peaks[0]["machine"]
+  from harness import cpu_kernels  # pylint: disable=g-import-not-at-top
   from porting import machine  # pylint: disable=g-import-not-at-top
-  print(f"machine: {machine.Machine.from_dict(where).line()}")
+  here = machine.Machine.from_dict(where)
+  print(f"machine: {here.line()}")
+  refused = {p: None if here.gpus else cpu_kernels.refusal(p, here) for p in values.precisions}
+  for precision, reason in refused.items():
+    if reason:  # what the trainers would say, instead of a run that dies or crawls
+      print(f"{precision}: not measured: {reason}")
   print(f"global batch = {values.batch_size} x N, {values.steps} timed steps after "
         f"{values.warmup} warm-up steps, synthetic data; K = {values.steps_per_loop}; "
         f"matmul peak {peak:.0f} GFLOP/s; {flops / 1e6:.1f} MFLOP per example")
   print(f"{'precision':>9} {'N':>2} {'kind':>11} {'ex/s':>9} {'/ v1':>6} {'% peak':>7} "
         f"{'ms/step':>8} {'over bare':>9}")
   rows, bare_ms = [], {}
-  for precision in values.precisions:
+  for precision in (p for p in values.precisions if not refused[p]):
     for n in counts:
       kinds = [k for k in values.kinds if k != "bare_step" or n == 1]
       rates = {kind: [] for kind in kinds}

@@ -63,6 +63,9 @@ class DeviceConfig:
   memory_limit_mb: a hard per-GPU limit in MiB (the TF2-native form); exclusive with fraction.
   deterministic: op determinism and no TensorFloat-32 (harness.determinism): the bit
     contract on GPUs.
+  precision: the compute dtype this process's steps run in (PRECISIONS; "fp32" for a task
+    that runs none, a ps task or a parameter-server chief): on a CPU its kernels must have
+    it (harness.cpu_kernels).
   """
   num_gpus: int = 1
   cpu_only: bool = False
@@ -75,6 +78,7 @@ class DeviceConfig:
   intra_op_threads: int = 0
   inter_op_threads: int = 0
   deterministic: bool = True
+  precision: str = "fp32"
 
   def __post_init__(self):
     _positive("num_gpus", self.num_gpus)

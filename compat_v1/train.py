@@ -15,6 +15,8 @@ The TF1 cluster recipe takes the classic flags (or TF_CONFIG), one process per t
 (`python -m compat_v1.launch --workers=2 --ps=1 -- <flags>` does this on one machine).
 """
 
+import dataclasses
+
 from absl import flags
 
 from cifar10.errors import UsageError
@@ -85,6 +87,8 @@ def main(values):
   cluster.check_port(task)
   # TensorFlow is imported only now, so bad flags are answered in milliseconds.
   from compat_v1 import devices  # pylint: disable=g-import-not-at-top
+  if task.type == "ps":  # holds the variables, runs no steps
+    device_config = dataclasses.replace(device_config, precision="fp32")
   names, session_config = devices.setup(device_config)
   if task.cluster is None:
     from compat_v1 import loop  # pylint: disable=g-import-not-at-top

@@ -196,7 +196,8 @@ def device_config(values, num_gpus=None):
       memory_limit_mb=values.gpu_memory_limit_mb,
       log_device_placement=values.log_device_placement,
       soft_placement=values.allow_soft_placement, intra_op_threads=values.intra_op_threads,
-      inter_op_threads=values.inter_op_threads, deterministic=values.deterministic)
+      inter_op_threads=values.inter_op_threads, deterministic=values.deterministic,
+      precision=_precision(values) if "precision" in values else "fp32")
 
 
 def define_example_flags(fv, steps, batch_help):

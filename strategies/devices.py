@@ -182,7 +182,7 @@ def parameter_server_devices(config, task_type):
   if task_type == "worker":
     return config
   return dataclasses.replace(config, cpu_only=True, visible_gpus=None, memory_fraction=None,
-                             memory_limit_mb=None)
+                             memory_limit_mb=None, precision="fp32")  # runs no steps
 
 
 def serve():

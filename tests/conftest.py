@@ -35,6 +35,23 @@ def pytest_configure(config):
       [tf.config.LogicalDeviceConfiguration()] * NUM_LOGICAL_CPUS)
 
 
+def pytest_collection_modifyitems(config, items):
+  """Tests marked float16 or bfloat16 compute in that dtype on the CPU: skipped, with the
+  trainers' own one-line reason, where this machine's kernels are refused it
+  (harness.cpu_kernels: fp16 on oneDNN's float16 kernels, bf16 under an ONEDNN_MAX_CPU_ISA
+  cap below AVX-512). The kernel-family test runs fp16 there with oneDNN off."""
+  if _is_xdist_controller(config):
+    return
+  from harness import cpu_kernels  # pylint: disable=g-import-not-at-top
+  from porting import machine  # pylint: disable=g-import-not-at-top
+  here = machine.describe()
+  for item in items:
+    for mark, precision in (("float16", "fp16"), ("bfloat16", "bf16")):
+      reason = item.get_closest_marker(mark) and cpu_kernels.refusal(precision, here)
+      if reason:
+        item.add_marker(pytest.mark.skip(reason=f"refused on this machine: {reason}"))
+
+
 def _is_xdist_controller(config):
   return (config.pluginmanager.hasplugin("xdist") and bool(config.option.numprocesses)
           and not os.environ.get("PYTEST_XDIST_WORKER"))

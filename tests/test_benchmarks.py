@@ -98,6 +98,32 @@ def test_what_has_nothing_to_compare_with_is_a_dash_and_null(tmp_path, monkeypat
   assert tables["tf2,bare_step"][1][4] == "-" and tables["tf2,bare_step"][2][-1] == "-"
 
 
+def test_a_precision_the_cpu_is_refused_is_one_line_not_a_run(tmp_path, monkeypatch, capsys):
+  # A Xeon with AVX-512 FP16 (faked in the stand-in peak child): fp16 is not measured.
+  from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
+  from benchmarks import throughput  # pylint: disable=g-import-not-at-top
+  from porting import machine  # pylint: disable=g-import-not-at-top
+  where = machine.Machine("Xeon", 2, ("avx512f", "avx512bw", "avx512_fp16"), True, "", "2.21.0",
+                          "3.15.1")
+  ran = []
+
+  def child(spec, _):
+    ran.append(spec)
+    return ({"gflops": 100.0, "machine": where.as_dict()} if spec.startswith("peak")
+            else {"examples_per_sec": 400.0})
+
+  monkeypatch.setattr(throughput, "_run_child", child)
+  fv = absl_flags.FlagValues()
+  throughput.define_flags(fv)
+  fv(["throughput", "--num_gpus=1", "--kinds=tf2", "--precisions=fp32,fp16",
+      f"--out={tmp_path}"])
+  monkeypatch.setattr(throughput, "_chart", lambda rows, path: None)
+  throughput.main(fv)
+  out = capsys.readouterr().out
+  assert "fp16: not measured: --precision=fp16 on this CPU runs oneDNN's float16" in out
+  assert ran == ["peak:1:fp32", "tf2:1:fp32"]
+
+
 @pytest.mark.parametrize("flags,expected", [
     (("--threads=0",), "--threads must lie in 1.."),
     (("--threads=one",), "--threads=one: give whole numbers"),
@@ -118,7 +144,8 @@ def test_the_input_benchmark_times_the_stream_on_one_core():
   assert float(cores) == pytest.approx(1000 / float(per_core), abs=0.06)
 
 
-@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+@pytest.mark.parametrize("policy", [pytest.param("mixed_bfloat16", marks=pytest.mark.bfloat16),
+                                    pytest.param("mixed_float16", marks=pytest.mark.float16)])
 def test_the_keras_peer_runs_lrn_in_float32_under_mixed_precision(policy):
   # Before: LRN in the compute dtype, which has no bfloat16 kernel on any device (and runs
   # float16 on the CPU of a GPU machine, silently).

@@ -66,6 +66,7 @@ def test_same_logits_eagerly_in_tf_function_and_in_a_v1_graph():
   np.testing.assert_array_equal(eager, graph)
 
 
+@pytest.mark.float16
 def test_fp16_compute_stays_close_to_fp32():
   params = model.initial_values(2)
   images = tf.random.stateless_normal([8, 24, 24, 3], seed=[3, 4])

@@ -31,10 +31,11 @@ def _equal(precision, n, **overrides):
 # fp16 at N = 3 and 4: where grappler regrouped a loss-scale division `/` with the sum over
 # replicas (cifar10.precision.unscaled); N = 1 has no sum.
 @pytest.mark.parametrize("precision,n,overrides", [
-    ("fp16", 2, {}),
-    pytest.param("fp16", 3, {}, marks=pytest.mark.slow),
-    pytest.param("fp16", 4, {"loss_scale": 1024.0}, marks=pytest.mark.slow),
-    pytest.param("bf16", 2, {}, marks=pytest.mark.slow),
+    pytest.param("fp16", 2, {}, marks=pytest.mark.float16),
+    pytest.param("fp16", 3, {}, marks=[pytest.mark.slow, pytest.mark.float16]),
+    pytest.param("fp16", 4, {"loss_scale": 1024.0}, marks=[pytest.mark.slow,
+                                                          pytest.mark.float16]),
+    pytest.param("bf16", 2, {}, marks=[pytest.mark.slow, pytest.mark.bfloat16]),
 ])
 def test_both_trainers_write_the_same_bits_in_each_precision(precision, n, overrides):
   run = _equal(precision, n, **overrides)
@@ -104,6 +105,7 @@ def _scale_state(train_dir):
 
 
 @pytest.mark.slow
+@pytest.mark.float16
 @pytest.mark.parametrize("n", [2])
 def test_dynamic_scaling_skips_and_halves_alike_in_both_trainers(n, tmp_path, monkeypatch):
   from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top
