@@ -4,7 +4,7 @@
 
 Tables: (1) the porting kit's step-by-step report of the towers against the replicas over the
 same --steps batches (losses, logits, gradients, weights: bit-identical); (2) the v1 towers against one device computing
-the whole batch (float32 summation order, 2e-6 of each variable's largest gradient);
+the whole batch (float32 summation order, 5e-6 of each variable's largest gradient);
 (3) weights and EMA shadows after --steps steps of both trainers (bit-identical), with the
 learning rate of every step. Exits 1 when any row is outside its tolerance.
 """
@@ -30,8 +30,6 @@ def define_flags(fv):
                     "MultiWorkerMirroredStrategy on 127.0.0.1 and compare them with the "
                     "towers.", flag_values=fv)
 
-SINGLE_DEVICE_TOLERANCE = 2e-6
-
 
 def main(values):
   for name in ("num_gpus", "steps", "batch_size", "decay_steps"):
@@ -47,7 +45,7 @@ def main(values):
   logging.set_verbosity(logging.WARNING)  # the tables are the output, not TF's progress notes
   from equivalence import report  # pylint: disable=g-import-not-at-top
   text, ok = report.run(n, values.seed, values.steps, values.batch_size, values.decay_steps,
-                        SINGLE_DEVICE_TOLERANCE, values.multi_worker)
+                        report.SINGLE_DEVICE_TOLERANCE, values.multi_worker)
   print(text)
   print("EQUIVALENT" if ok else "NOT EQUIVALENT")
   sys.exit(0 if ok else 1)

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10.errors import UsageError
+from porting import machine
 
 
 def _deleted(path, error):
@@ -68,6 +69,8 @@ def evaluate_each(evaluate, config):
   """Returns the last evaluate(path) result, a (precision, global step) pair. Continuous
   evaluation ends once a checkpoint of config.last_step or later is scored (a managed
   cluster's evaluator task: the chief's final step), or never."""
+  # The kernels its logits come from, as a training run names them (harness.driver).
+  logging.info("Machine: %s", machine.describe().line())
   if config.run_once:
     tried = None
     while True:  # the newest checkpoint, even if the one found first is deleted meanwhile

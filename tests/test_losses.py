@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from cifar10 import losses
 from cifar10 import model
+from porting.diagnosis import ROUNDING
 
 
 def _batch(n, seed):
@@ -71,8 +72,10 @@ def test_at_three_replicas_the_idiom_rounds_and_the_towers_mean_does_not():
     mean = tf.math.divide_no_nan(summed, tf.constant(num, tf.float32)).numpy()
     np.testing.assert_array_equal(mean, average, err_msg=name)
     from_idiom = tf.add_n([tape.gradient(r, params[name]) for r in idiom]).numpy()
-    # Rounding only: apart by at most 1e-6 of the variable's largest gradient.
-    assert np.abs(from_idiom - average).max() <= 1e-6 * np.abs(average).max(), name
+    # Rounding only (the porting kit's bound for it): the backward pass runs at another
+    # scale and rounds everywhere (measured 1.2e-6 of conv1's largest gradient under
+    # oneDNN's AVX2 kernels, 4e-7 by default).
+    assert np.abs(from_idiom - average).max() <= ROUNDING * np.abs(average).max(), name
     differs += not np.array_equal(from_idiom, average)
   assert differs >= len(model.VARIABLE_NAMES) // 2  # rounding, in most variables
 

@@ -96,6 +96,7 @@ def test_gpus_are_named_with_the_driver(monkeypatch):
   assert here.line().endswith("GPUs: 2 x NVIDIA H100 80GB HBM3 (compute 9.0), driver 550.54.15")
 
 
+@pytest.mark.filterwarnings("ignore:`tf.layers.batch_normalization` is deprecated")
 def test_the_kits_report_says_where_it_ran():
   from tests import bn_momentum_port as m  # pylint: disable=g-import-not-at-top
   report = porting.compare(m.port(), m.batches(1, steps=1), replicas=1, steps=1)
@@ -103,10 +104,15 @@ def test_the_kits_report_says_where_it_ran():
   assert report.text().split("\n")[1] == f"  machine: {machine.describe().line()}"
 
 
-def test_a_training_run_logs_its_machine(tmp_path, caplog):
+def test_a_training_run_and_its_evaluation_log_their_machine(tmp_path, caplog):
   from cifar10 import config  # pylint: disable=g-import-not-at-top
   caplog.set_level("INFO")
   run = config.TrainConfig(train_dir=str(tmp_path / "run"), dataset="synthetic", batch_size=2,
                            max_steps=1, seed=1)
   helpers.train_v1(run)
-  assert f"Machine: {machine.describe().line()}" in caplog.messages
+  line = f"Machine: {machine.describe().line()}"
+  assert caplog.messages.count(line) == 1
+  result = helpers.call("strategies.eval", f"--checkpoint_dir={tmp_path / 'run'}",
+                        "--dataset=synthetic", "--run_once", "--num_examples=8", "--seed=1",
+                        f"--eval_dir={tmp_path / 'eval'}")
+  assert result.returncode == 0 and line in result.stderr, result.stderr[-2000:]

@@ -163,6 +163,13 @@ def test_the_report_names_the_cause_of_each_wrong_port(kind):
   report = porting.compare(m.port(**changes), m.batches(2, per_replica=per_replica),
                            replicas=2, steps=3)
   assert not report.equal
+  if kind == "bias_add" and not [r for r in report.rows if r.step == 0 and
+                                 r.kind == "gradient" and r.diff.ulps]:
+    # The bias gradients differ only where oneDNN fuses a convolution's filter and bias
+    # gradients (under a tape, not under TF1's gated gradients); TensorFlow's own kernels
+    # (oneDNN off) give the same bits: then no such cause may be named.
+    assert not [h for h in report.hints if "bias gradients" in h], report.hints
+    return
   named = [h for h in report.hints if cause in h]
   assert named, report.hints
   # Only the cause that fits: a correct port's causes aside, nothing else is named.
