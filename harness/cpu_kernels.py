@@ -8,8 +8,9 @@ kernels, which the CPU's instruction sets and oneDNN pick (porting.machine):
        ran ~20x slower than fp32 and a 15-step run went NaN at step 14. bf16 is that CPU's
        fast mixed precision; TF_ENABLE_ONEDNN_OPTS=0 runs fp16 on TensorFlow's own kernels.
   fp16 elsewhere on a CPU runs, with a warning: float16 in TensorFlow's own (Eigen) kernels,
-       4.1x slower than fp32 on a 2-core AVX-512 EPYC (242 against 992 examples/sec). It is
-       the GPU recipe (loss scaling) checked on a CPU, which the tests rely on.
+       4-5x slower than fp32 on a 2-core AVX-512 EPYC (the benchmark's TF2 loop: 252 against
+       1282 examples/sec, BENCHMARKS.md). It is the GPU recipe (loss scaling) checked on a
+       CPU, which the tests rely on.
   bf16 where oneDNN's dispatch is capped below AVX-512 (ONEDNN_MAX_CPU_ISA=AVX2, AVX2_VNNI or
        AVX2_VNNI_2 on a CPU without AVX-NE-CONVERT) while TensorFlow, seeing AVX-512, hands
        bfloat16 to oneDNN, refused: oneDNN then has no bfloat16 convolution and the first step
@@ -51,7 +52,7 @@ def warning(precision, where):
   """The one line that names the cost of `precision` on `where`'s CPU, or None."""
   if precision == "fp16" and not where.float16_kernels:
     return ("--precision=fp16 on a CPU runs float16 in TensorFlow's own kernels, several "
-            "times slower than fp32 (4.1x on a 2-core AVX-512 EPYC): it checks the GPU "
+            "times slower than fp32 (5x on a 2-core AVX-512 EPYC): it checks the GPU "
             "recipe; --precision=bf16 is the CPU's mixed precision")
   return None
 

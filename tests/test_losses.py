@@ -56,7 +56,7 @@ def test_at_three_replicas_the_idiom_rounds_and_the_towers_mean_does_not():
   """Why strategies' step averages tower losses' gradients instead: at N = 3 the idiom's
   1/(N x B) and 1/N round; the towers' mean over B, summed and divided by N, is exact to
   the towers' own arithmetic (strategies.step.replica_mean's division)."""
-  num, per = 3, 8
+  num, per = 3, 4
   params = {n: tf.Variable(v) for n, v in model.initial_values(5).items()}
   images, labels = _batch(num * per, 2)
   slices = [(images[i * per:(i + 1) * per], labels[i * per:(i + 1) * per]) for i in range(num)]
