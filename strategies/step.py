@@ -4,9 +4,9 @@
 shadows) with compiled steps; `train_step(iterator, stop_requested)` is one step:
 
   1. each replica: forward on its slice of the global batch, the tower's loss (mean(CE) over
-     the slice + weight_decay), gradients, MEAN all-reduce: the divisions of the TF1 towers'
-     `average_gradients` (the sum over replicas in replica order, then / N), so the two are
-     the same bits at every N, not only where dividing by N is exact (the TF2 idiom,
+     the slice + weight_decay), gradients, averaged by `replica_mean` (a SUM all-reduce in
+     replica order, then a true division by N): the arithmetic of the TF1 towers'
+     `average_gradients`, so the two are the same bits at every N, not only where dividing by N is exact (the TF2 idiom,
      sum(CE) / global_batch + weight_decay / N with a SUM all-reduce, rounds differently
      at N = 3, 5, 6, 7: MIGRATION.md). The all-reduce also carries each replica's stop
      request (SIGTERM, see strategies.loop), so every worker learns at the same step that
