@@ -19,6 +19,7 @@
   checkpoints tf1_to_tf2 / tf2_to_tf1: a port's checkpoints both ways, slots included
   devices     N GPUs, or N logical CPU devices where there are none
   machine     the machine the bits were made on (CPU, instruction sets, oneDNN, GPUs)
+  gates       gated_bias_add: a port's conv bias with TF1's (GATE_OP) gradient
   errors      PortError: one line, no traceback, from the command line
 
 Nothing here knows CIFAR-10; MIGRATION.md ("Port your own model") walks through a second
@@ -32,6 +33,7 @@ import importlib
 _API = {"compare": "porting.check", "Report": "porting.check",
         "tf1_to_tf2": "porting.checkpoints", "tf2_to_tf1": "porting.checkpoints",
         "replica_devices": "porting.devices", "PortError": "porting.errors",
+        "gated_bias_add": "porting.gates",
         "Port": "porting.spec"}
 __all__ = sorted(_API)
 

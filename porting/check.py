@@ -90,9 +90,10 @@ def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0):
     towers.close()
   summed = port.gradient_reduction == "sum"
   table = report.rows(pairs, trace1, trace2, optimizers, replicas if summed else 1)
+  where = machine.describe()
   hints = diagnosis.causes(pairs, trace1, trace2, table, tolerance, replicas, optimizers,
-                           port.gradient_reduction)
-  return Report(pairs, table, trace1, trace2, tolerance, hints, replicas, machine.describe())
+                           port.gradient_reduction, onednn=where.onednn)
+  return Report(pairs, table, trace1, trace2, tolerance, hints, replicas, where)
 
 
 def _checked(batch, step, replicas):

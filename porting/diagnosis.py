@@ -14,8 +14,9 @@ deliberately wrong port (tests/test_porting.py).
   moving statistics from every tower in turn (TF1 UPDATE_OPS of all towers) against replica
                 0's own (what Keras's mirrored copy saves)
   moving average rounding  TF1 updates v - (v - x)(1 - m), Keras v m + x (1 - m)
-  bias gradients  only rank-1 gradients differ, by rounding (BiasAddGrad against the gradient
-                of a broadcast add sum in different orders)
+  bias gradients  only rank-1 gradients differ, by rounding, with oneDNN on: under a tape
+                oneDNN fuses a convolution's filter and bias gradients (TF1's gated
+                gradients never fuse); porting.gated_bias_add on the port's side
   momentum      MomentumOptimizer's accumulator against Keras SGD's velocity
   Adam's 1 - beta  TF1's kernel rounds 1 - beta in float32, Keras in Python floats
   N not a power of two  dividing by N x B and by N rounds; the towers' means do not (the
@@ -38,7 +39,8 @@ def _close(x, y, rel=0.05):
   return scale > 0 and np.linalg.norm(x - y) <= rel * scale
 
 
-def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="sum"):
+def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="sum",
+           onednn=False):
   """The known causes that fit the differences of `table` (report.Rows), as lines."""
   bad = [r for r in table if not r.diff.within(tolerance)]
   rates = [s.learning_rate for s in tf1.steps], [s.learning_rate for s in tf2.steps]
@@ -114,11 +116,17 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="s
     # Rounding against the step's largest gradient: a bias followed by batch norm has a
     # gradient of 0 up to rounding, and there the difference is all there is.
     largest = max(float(np.abs(g).max()) for g in first1.gradients.values() if np.size(g))
-    if all(np.ndim(first1.gradients[r.tf1]) == 1 and r.diff.max_abs <= ROUNDING * largest
-           for r in at):
-      hints.append("only bias gradients differ, by rounding: BiasAddGrad (tf.nn.bias_add) "
-                   "and the gradient of a broadcast add (x + b) sum over the batch in "
-                   "different orders; use the same op on both sides")
+    # Measured: with oneDNN off the same ports give the same bits, and writing the port's
+    # bias as tf.nn.bias_add instead of `+` changes nothing; the fusion is the cause.
+    if onednn and all(np.ndim(first1.gradients[r.tf1]) == 1 and
+                      r.diff.max_abs <= ROUNDING * largest for r in at):
+      hints.append(f"only bias gradients differ, by rounding, from step {s} "
+                   f"({', '.join(r.tf1 for r in at)}): under a GradientTape oneDNN fuses a "
+                   "convolution's filter gradient with its bias gradient into one kernel that "
+                   "sums the bias gradient in another order, where TF1's compute_gradients "
+                   "gates them (GATE_OP) and never fuses; add the port's convolution bias with "
+                   "porting.gated_bias_add, or compare both sides with "
+                   "TF_ENABLE_ONEDNN_OPTS=0")
   if n & (n - 1) and reduction == "sum" and not scaled and all(
       r.diff.max_rel <= ROUNDING for r in bad):
     hints.append(f"N = {n} is not a power of two: a replica's loss, divided by the global "

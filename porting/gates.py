@@ -1,0 +1,26 @@
+"""What a TF2 port adds to compute TF1's gradients where a tape alone would not.
+
+TF1's `Optimizer.compute_gradients` gates each op's gradients (gate_gradients=GATE_OP: all of
+an op's input gradients are computed before any is used). A GradientTape does not, and with
+oneDNN on (TensorFlow's default on CPUs with AVX-512 VNNI/BF16 or AMX) TensorFlow's graph pass
+then fuses a convolution's filter gradient with its bias's BiasAddGrad into one kernel, which
+sums the bias gradient in another order: the port's convolution bias gradients come out a
+rounding apart from the towers' while everything else is the same bits.
+
+  x = porting.gated_bias_add(tf.nn.conv2d(...), bias)   # in the port's conv layer
+"""
+
+import tensorflow as tf
+
+
+@tf.custom_gradient
+def gated_bias_add(value, bias):
+  """tf.nn.bias_add(value, bias), whose gradient is TF1's: the bias gradient is computed
+  first, by its own BiasAddGrad, and the convolution below gets a gated copy of the incoming
+  gradient, so nothing fuses the two. The forward pass is bias_add's (oneDNN still fuses
+  conv + bias forward, as TF1's graph does)."""
+  def grad(upstream):
+    bias_grad = tf.raw_ops.BiasAddGrad(out_backprop=upstream)
+    with tf.control_dependencies([bias_grad]):
+      return tf.identity(upstream), bias_grad
+  return tf.nn.bias_add(value, bias), grad
