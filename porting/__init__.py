@@ -16,6 +16,7 @@
   report      the rows and the text
   diffs       max absolute and relative difference, and ULPs
   diagnosis   the known causes of a difference, named where the numbers fit
+  hyperparameters  the two optimizers' settings, compared before a step runs
   checkpoints tf1_to_tf2 / tf2_to_tf1: a port's checkpoints both ways, slots included
   devices     N GPUs, or N logical CPU devices where there are none
   machine     the machine the bits were made on (CPU, instruction sets, oneDNN, GPUs)

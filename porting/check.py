@@ -6,6 +6,7 @@ import dataclasses
 from porting.errors import PortError
 from porting import devices as replica_devices
 from porting import diagnosis
+from porting import hyperparameters
 from porting import machine
 from porting import matching
 from porting import report
@@ -68,7 +69,8 @@ def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0):
     batch), or a function step -> that.
   tolerance: the largest max relative difference per variable that still counts as equal;
     0 (the default) asks for the same bits.
-  Raises PortError for a port it cannot compare (variables left unmatched, no gradient).
+  Raises PortError for a port it cannot compare (variables left unmatched, no gradient,
+  optimizers whose hyper-parameters differ).
   """
   spec.Port.__post_init__(port)
   batch = spec.batch_source(batches, steps)
@@ -76,6 +78,11 @@ def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0):
   tf2 = tf2_replicas.Replicas(port, replica_devices.strategy(devices))
   first = _checked(batch(0), 0, replicas)
   towers = tf1_towers.Towers(port, devices, first, replica_devices.session_config(devices))
+  differ = hyperparameters.mismatches(towers.optimizer, tf2.optimizer)
+  if differ:
+    towers.close()
+    raise PortError(f"the optimizers' hyper-parameters differ: {'; '.join(differ)}; set them "
+                    "alike in tf2_optimizer (or tf1_optimizer) before comparing")
   try:
     pairs = matching.match(towers.variables(), tf2.variables(), port.variable_map)
     start = tf2.values()

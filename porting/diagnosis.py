@@ -18,7 +18,8 @@ deliberately wrong port (tests/test_porting.py).
                 oneDNN fuses a convolution's filter and bias gradients (TF1's gated
                 gradients never fuse); porting.gated_bias_add on the port's side
   momentum      MomentumOptimizer's accumulator against Keras SGD's velocity
-  Adam's 1 - beta  TF1's kernel rounds 1 - beta in float32, Keras in Python floats
+  Adam's 1 - beta  TF1's kernel rounds 1 - beta in float32, Keras in Python floats: moments
+                that differ at step 0 where their own variable's gradient does not
   N not a power of two  dividing by N x B and by N rounds; the towers' means do not (the
                 "sum" gradient reduction only)
   EMA read order  the moving averages differ while the weights they average do not
@@ -145,12 +146,18 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="s
                    " (ema_order), TF2 after the optimizer's update; the original tutorial's "
                    "grouped train op read them before, in most of its runs")
   if optimizers == ("AdamOptimizer", "Adam"):
-    first_slots = [r for r in bad if r.kind == "slot" and r.step == 0]
-    if first_slots and not [r for r in bad if r.kind == "gradient" and r.step == 0]:
+    # Read per variable: a slot whose own gradient is the same bits at step 0 (another
+    # variable's differing gradient, a conv bias's, does not hide it).
+    same = {r.tf1 for r in table if r.kind == "gradient" and r.step == 0 and
+            r.diff.within(tolerance)}
+    fits = [r for r in bad if r.kind == "slot" and r.step == 0 and
+            r.tf1.split(":")[0] in same]
+    if fits:
       hints.append("Adam's 1 - beta: TF1's ApplyAdam kernel computes 1 - beta_1 and "
                    "1 - beta_2 in float32 (1 - 0.999 = 0.00099998713), Keras in Python floats "
-                   "and then rounds (0.001): the moments differ from the first step, by up "
-                   "to 1.3e-5 relative for beta_2 = 0.999, with the same gradients")
+                   f"and then rounds (0.001): at step 0, {len(fits)} moment(s) differ with "
+                   f"the same gradients, by up to {max(r.diff.max_rel for r in fits):.2g} "
+                   "relative here")
   if optimizers == ("MomentumOptimizer", "SGD"):
     trainable = {to2[k] for k in names}
     weights = [r for r in bad if r.kind in ("weight", "slot") and r.tf2.split(":")[0] in

@@ -40,7 +40,7 @@ class Towers:
       labels = v1.placeholder(example[1].dtype, (None,) + example[1].shape[1:], "labels")
       self.feeds = (images, labels)
       self.global_step = global_step = v1.train.get_or_create_global_step()
-      optimizer = port.tf1_optimizer(global_step)
+      self.optimizer = optimizer = port.tf1_optimizer(global_step)
       self.optimizer_class = type(optimizer).__name__
       before = set(v1.global_variables())
       tower_grads, self.losses, self.outputs, updates = [], [], [], []

@@ -112,6 +112,59 @@ def test_averaging_as_the_towers_do_gives_their_gradients_at_three_replicas():
     m.port(gradient_reduction="average")
 
 
+def test_adams_cause_is_read_per_variable_beside_another_cause():
+  # Adam's moments differ at step 0 wherever the gradient does not; a conv bias gradient that
+  # differs (oneDNN's fused conv gradients) must not hide it. Before, it did.
+  adam = WRONG["adam"][0]
+  report = porting.compare(m.port(**adam, **WRONG["bias_add"][0]), m.batches(2),
+                           replicas=2, steps=2)
+  named = [h.split(":")[0] for h in report.hints]
+  assert "Adam's 1 - beta" in named, report.hints
+  line = next(h for h in report.hints if h.startswith("Adam's 1 - beta"))
+  measured = max(r.diff.max_rel for r in report.rows if r.step == 0 and r.kind == "slot"
+                 and not r.tf1.startswith("conv1/bias") and not r.diff.within(0))
+  assert f"by up to {measured:.2g} relative here" in line
+
+
+@pytest.mark.parametrize("tf1, tf2, expected", [
+    # Keras's Adam defaults to epsilon=1e-7, TF1's AdamOptimizer to 1e-8.
+    (lambda: tf.compat.v1.train.AdamOptimizer(0.01), lambda: keras.optimizers.Adam(0.01),
+     "epsilon TF1 1e-08, TF2 1e-07"),
+    (lambda: tf.compat.v1.train.MomentumOptimizer(0.1, 0.9, use_nesterov=True),
+     lambda: keras.optimizers.SGD(0.1, momentum=0.8), "momentum TF1 0.9, TF2 0.8; nesterov "
+     "TF1 True, TF2 False"),
+    (lambda: tf.compat.v1.train.GradientDescentOptimizer(0.1),
+     lambda: keras.optimizers.SGD(0.1, momentum=0.9),
+     "momentum TF1 0.0 (GradientDescentOptimizer has no such setting), TF2 0.9"),
+    (lambda: tf.compat.v1.train.RMSPropOptimizer(0.1), lambda: keras.optimizers.RMSprop(0.1),
+     "epsilon TF1 1e-10, TF2 1e-07"),
+    (lambda: tf.compat.v1.train.AdagradOptimizer(0.1), lambda: keras.optimizers.Adagrad(0.1),
+     "epsilon TF1 0.0 (AdagradOptimizer has no such setting), TF2 1e-07"),
+    (lambda: tf.compat.v1.train.AdamOptimizer(0.01, epsilon=1e-7),
+     lambda: keras.optimizers.Adam(0.01, clipnorm=1.0),
+     "clipnorm TF1 none (AdamOptimizer has no such setting), TF2 1.0"),
+    (lambda: tf.compat.v1.train.AdamOptimizer(0.01), lambda: keras.optimizers.SGD(0.01),
+     "optimizer TF1 AdamOptimizer, TF2 SGD (its Keras twin is Adam)"),
+])
+def test_optimizer_settings_that_differ_are_one_line_before_a_step(tf1, tf2, expected):
+  from porting import hyperparameters  # pylint: disable=g-import-not-at-top
+  assert "; ".join(hyperparameters.mismatches(tf1(), tf2())) == expected
+  with pytest.raises(porting.PortError, match="the optimizers' hyper-parameters differ: "):
+    porting.compare(m.port(tf1_optimizer=lambda step: tf1(), tf2_optimizer=tf2),
+                    m.batches(1), replicas=1, steps=1)
+
+
+def test_optimizers_that_agree_name_nothing():
+  from porting import hyperparameters  # pylint: disable=g-import-not-at-top
+  v1 = tf.compat.v1.train
+  for tf1, tf2 in [(v1.AdamOptimizer(0.01, epsilon=1e-7), keras.optimizers.Adam(0.01)),
+                   (v1.MomentumOptimizer(0.1, 0.9), keras.optimizers.SGD(0.1, momentum=0.9)),
+                   (v1.GradientDescentOptimizer(0.1), keras.optimizers.SGD(0.1)),
+                   (v1.RMSPropOptimizer(0.1, epsilon=1e-7), keras.optimizers.RMSprop(0.1)),
+                   (v1.FtrlOptimizer(0.1), keras.optimizers.Ftrl(0.1))]:
+    assert hyperparameters.mismatches(tf1, tf2) == [], type(tf1).__name__
+
+
 class _GatedConv(keras.layers.Conv2D):
   """Keras's Conv2D with its bias added by porting.gated_bias_add (the fix the kit names)."""
 

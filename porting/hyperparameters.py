@@ -1,0 +1,63 @@
+"""The two optimizers' hyper-parameters, compared before a step runs.
+
+A port whose Keras optimizer keeps another epsilon, momentum or decay than the TF1 optimizer
+differs from the first step in every variable, and nothing in the numbers says why (Keras's
+Adam defaults to epsilon=1e-7 where TF1's AdamOptimizer has 1e-8: the weights were 0.97
+relative apart after step 0). `mismatches(tf1, tf2)` names each one with both values; compare()
+refuses such a port in one line. The learning rate is not compared here: the report compares
+the rate of every step (a schedule's, too).
+"""
+
+import numpy as np
+
+# TF1 class -> (Keras class, {TF1 attribute: Keras attribute}).
+PAIRS = {
+    "AdamOptimizer": ("Adam", {"_beta1": "beta_1", "_beta2": "beta_2", "_epsilon": "epsilon"}),
+    "MomentumOptimizer": ("SGD", {"_momentum": "momentum", "_use_nesterov": "nesterov"}),
+    "GradientDescentOptimizer": ("SGD", {}),
+    "RMSPropOptimizer": ("RMSprop", {"_decay": "rho", "_momentum": "momentum",
+                                     "_epsilon": "epsilon", "_centered": "centered"}),
+    "AdagradOptimizer": ("Adagrad", {"_initial_accumulator_value": "initial_accumulator_value"}),
+    "FtrlOptimizer": ("Ftrl", {
+        "_learning_rate_power": "learning_rate_power",
+        "_initial_accumulator_value": "initial_accumulator_value",
+        "_l1_regularization_strength": "l1_regularization_strength",
+        "_l2_regularization_strength": "l2_regularization_strength",
+        "_l2_shrinkage_regularization_strength": "l2_shrinkage_regularization_strength",
+        "_beta": "beta"}),
+}
+# What a TF1 kernel has no setting for, as the value that does what it does: plain gradient
+# descent has no momentum; ApplyAdagrad divides by sqrt(accum), with no epsilon.
+IMPLIED = {"GradientDescentOptimizer": {"momentum": 0.0, "nesterov": False},
+           "AdagradOptimizer": {"epsilon": 0.0}}
+# What no TF1 optimizer does: a Keras optimizer that does it differs from the first step.
+KERAS_ONLY = {"clipnorm": None, "clipvalue": None, "global_clipnorm": None, "use_ema": False,
+              "weight_decay": None, "amsgrad": False}
+
+
+def _differ(a, b):
+  if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
+    return a != b
+  return np.float32(a) != np.float32(b)  # both optimizers hold them as float32 in the update
+
+
+def mismatches(tf1, tf2):
+  """['name TF1 value, TF2 value', ...] for the TF1 optimizer `tf1` and Keras optimizer
+  `tf2`; [] where they agree or the kit does not know the pair."""
+  tf1_class, tf2_class = type(tf1).__name__, type(tf2).__name__
+  if tf1_class not in PAIRS:
+    return []
+  expected, pairs = PAIRS[tf1_class]
+  if tf2_class != expected:
+    return [f"optimizer TF1 {tf1_class}, TF2 {tf2_class} (its Keras twin is {expected})"]
+  out = []
+  for attribute, name in pairs.items():
+    a, b = getattr(tf1, attribute, None), getattr(tf2, name, None)
+    if isinstance(a, (bool, int, float)) and _differ(a, b):  # a tensor or schedule: skipped
+      out.append(f"{name} TF1 {a!r}, TF2 {b!r}")
+  for name, a in {**IMPLIED.get(tf1_class, {}), **KERAS_ONLY}.items():
+    b = getattr(tf2, name, a)
+    if _differ(a, b):
+      tf1_side = "none" if a is None else repr(a)
+      out.append(f"{name} TF1 {tf1_side} ({tf1_class} has no such setting), TF2 {b!r}")
+  return out
