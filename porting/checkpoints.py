@@ -12,6 +12,12 @@ the team's own `tf.compat.v1.train.Saver` restores. Values are cast to the recei
 variable's dtype (a float32 global step, float16 weights). `example` is one (images, labels)
 batch: the TF1 graph is built from it to learn its variables. A port's moving averages (EMA
 shadows) are not converted: `tf.train.Checkpoint(model, optimizer)` has no place for them.
+
+TF1's AdamOptimizer keeps its step in `beta1_power` and `beta2_power` (beta after t updates:
+beta x beta^t, multiplied in float32 each step), and a team's Saver run of it often has no
+global step: TF1 -> TF2 then reads the step from `beta2_power`; TF2 -> TF1 writes both powers
+as TF1 would hold them after the checkpoint's steps, so Adam's bias correction continues where
+the run was (written at their initial values, the next step was 0.235 relative off).
 """
 
 import numpy as np
@@ -71,8 +77,13 @@ def tf1_to_tf2(port, tf1_checkpoint, tf2_prefix, example):
   try:
     towers, tf2 = sides.towers, sides.tf2
     step_name = towers.global_step.op.name
-    names = [a for a, _ in sides.pairs] + [s for s, _, _ in sides.slots] + [step_name]
-    values = _read_tf1(tf1_checkpoint, names)
+    names = [a for a, _ in sides.pairs] + [s for s, _, _ in sides.slots]
+    held = _held(tf1_checkpoint)
+    values = _read_tf1(tf1_checkpoint, names + [step_name if step_name in held or not
+                                                towers.beta_powers else "beta2_power"])
+    if step_name not in values:  # an Adam run without a global step: the step is in beta2_power
+      values[step_name] = _steps_of(values.pop("beta2_power"), towers.beta_powers["beta2_power"],
+                                    tf1_checkpoint)
     towers.assign(values)  # for the rate of the checkpoint's step (its decay schedule)
     lr = np.float32(towers.rate())
     by_name = {tf2_replicas.variable_name(v): v for v in tf2.all}
@@ -102,7 +113,10 @@ def tf2_to_tf1(port, tf2_checkpoint, tf1_prefix, example):
                       f"{str(e).splitlines()[0][:300]}") from None
     values2 = tf2.values()
     values = {a: values2[b] for a, b in sides.pairs}
-    values[towers.global_step.op.name] = int(tf2.optimizer.iterations.numpy())
+    steps = int(tf2.optimizer.iterations.numpy())
+    values[towers.global_step.op.name] = steps
+    for name, beta in towers.beta_powers.items():  # as TF1's Adam holds them after `steps`
+      values[name] = _power(beta, steps)
     towers.assign(values)
     lr = np.float32(towers.rate())
     for slot_name, slot, factor in sides.slots:
@@ -112,6 +126,41 @@ def tf2_to_tf1(port, tf2_checkpoint, tf1_prefix, example):
     return towers.save(tf1_prefix)
   finally:
     sides.close()
+
+
+def _held(path):
+  try:
+    return set(tf.train.load_checkpoint(path).get_variable_to_shape_map())
+  except (tf.errors.OpError, ValueError):
+    return set()  # _read_tf1 says why, in one line
+
+
+def _power(beta, steps):
+  """TF1 Adam's beta power after `steps` updates: float32(beta), times float32(beta) per
+  update, each product rounded to float32 as its kernel rounds it."""
+  factor = power = np.float32(beta)
+  for _ in range(steps):
+    power = np.float32(power * factor)
+  return power
+
+
+# Adam's beta2 = 0.999 power reaches float32's smallest normal number after ~87,000 updates;
+# beyond that the step cannot be read from it.
+_MAX_STEPS = 10 ** 6
+
+
+def _steps_of(power, beta, path):
+  """The number of updates after which TF1's Adam holds `power` for `beta`."""
+  factor, value, target = np.float32(beta), np.float32(beta), np.float32(power)
+  for steps in range(_MAX_STEPS):
+    if value == target:
+      return steps
+    if value < target or value == 0:
+      break
+    value = np.float32(value * factor)
+  raise PortError(f"the TF1 checkpoint {path} has no global step, and its beta2_power "
+                  f"{float(power)!r} is no power that AdamOptimizer(beta2={beta}) reaches: "
+                  "give the step with a global_step variable in the checkpoint")
 
 
 def _dtype(variable):

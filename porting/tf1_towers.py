@@ -78,6 +78,13 @@ class Towers:
                     for _, v in grads for kind in optimizer.get_slot_names()
                     if optimizer.get_slot(v, kind) is not None}
       self.trainable = [_name(v) for _, v in grads]
+      # AdamOptimizer's non-slot step-keepers: {TF1 name: beta} (checkpoints convert them).
+      self.beta_powers = {}
+      if hasattr(optimizer, "_get_beta_accumulators") and isinstance(
+          getattr(optimizer, "_beta1", None), float):
+        beta1_power, beta2_power = optimizer._get_beta_accumulators()  # pylint: disable=protected-access
+        self.beta_powers = {_name(beta1_power): optimizer._beta1,  # pylint: disable=protected-access
+                            _name(beta2_power): optimizer._beta2}  # pylint: disable=protected-access
       regularization = v1.get_collection(v1.GraphKeys.REGULARIZATION_LOSSES)
       self.regularization = {}
       if regularization:

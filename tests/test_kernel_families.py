@@ -11,7 +11,6 @@ here, 1.3e-6 relative measured), after 20 steps by up to 5.5e-2 relative oneDNN 
 (training amplifies rounding; docs/determinism.md has the measurements).
 """
 
-import os
 import subprocess
 import sys
 
