@@ -97,6 +97,7 @@ def _towers_loss(model, images, labels, global_batch_size):
   return tf.reduce_mean(per_example) + tf.add_n(model.losses), logits
 
 
+@pytest.mark.slow  # the fast tier's N = 3: tests/test_equivalence.py's gradients
 def test_averaging_as_the_towers_do_gives_their_gradients_at_three_replicas():
   # TF2's idiom (sum over the global batch, the optimizer's SUM): the step-0 gradients round
   # differently at N = 3. The towers' loss with gradient_reduction="mean": the same bits.
