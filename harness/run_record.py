@@ -9,6 +9,11 @@ batch 128 on CIFAR-10). So the chief of every trainer calls
   ...                                              # owns train_dir
   run_record.write(config.train_dir, record)
 
+The record also lists the machines the run has trained on (porting.machine's line: CPU,
+instruction sets, oneDNN, versions, GPUs). Another kind of machine is no error, but its
+kernels round otherwise (docs/determinism.md, "Machines"): a resume there says so in one
+warning line and adds it to the list.
+
 `check` raises a one-line UsageError naming each difference with the recorded run and the
 ways out: the same flags, a new --train_dir (with --init_from to keep the weights), or
 --override_run_config to continue with the new settings on purpose (the change is logged
@@ -26,6 +31,7 @@ import tensorflow as tf
 
 from cifar10.errors import UsageError
 from harness import run_folder
+from porting import machine
 
 RECORD = "run_config.json"
 # The recorded settings, each with the flag that sets it.
@@ -77,9 +83,26 @@ def _show(value):
   return "unset" if value is None else json.dumps(value)
 
 
+def _on_this_machine(record, train_dir):
+  """`record` with this machine last in its "machines", saying so where it is another."""
+  here = machine.describe().line()
+  machines = list(record.get("machines", []))
+  if machines and machines[-1] != here:
+    logging.warning("The run in %s last trained on %s; it continues on %s: from here its bits "
+                    "are this machine's kernels' (docs/determinism.md, \"Machines\")",
+                    train_dir, machines[-1], here)
+  if not machines or machines[-1] != here:
+    machines.append(here)
+  return {**record, "machines": machines}
+
+
 def check(config, replicas):
   """The record to write for this run; UsageError if train_dir holds a run with other
   settings and config.override_run_config is off."""
+  return _on_this_machine(_checked(config, replicas), config.train_dir)
+
+
+def _checked(config, replicas):
   now = settings(config, replicas)
   if not _has_checkpoint(config.train_dir):
     return {"settings": now, "history": []}  # no run yet: nothing to protect

@@ -89,7 +89,9 @@ def test_a_folder_without_a_checkpoint_holds_no_run_and_one_without_a_record_tak
     run_record.check(dataclasses.replace(fresh, train_dir=str(old)), 2)
   record = run_record.check(dataclasses.replace(fresh, train_dir=str(old),
                                                 override_run_config=True), 2)
-  assert record == {"settings": run_record.settings(fresh, 2), "history": []}
+  from porting import machine  # pylint: disable=g-import-not-at-top
+  assert record == {"settings": run_record.settings(fresh, 2), "history": [],
+                    "machines": [machine.describe().line()]}
 
 
 @pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
@@ -128,3 +130,23 @@ def test_a_damaged_record_is_one_line(tmp_path):
       "--train_dir: restore it, or pass --override_run_config to record these settings as "
       "the run's")
   json.loads(json.dumps(run_record.settings(run, 1)))  # what is written reads back
+
+
+def test_a_run_resumed_on_another_kind_of_machine_says_so_and_keeps_both(tmp_path, caplog,
+                                                                         monkeypatch):
+  from porting import machine  # pylint: disable=g-import-not-at-top
+  run = config.TrainConfig(train_dir=str(tmp_path), dataset="synthetic", batch_size=2,
+                           max_steps=1, seed=3)
+  helpers.train_tf2(run)
+  here = machine.describe()
+  assert run_record.read(str(tmp_path))["machines"] == [here.line()]
+  # The same folder on a CPU with oneDNN off (faked at the boundary): one warning, both kept.
+  other = dataclasses.replace(here, onednn=not here.onednn)
+  monkeypatch.setattr(machine, "describe", lambda: other)
+  caplog.set_level("WARNING")
+  helpers.train_tf2(dataclasses.replace(run, max_steps=2))
+  assert run_record.read(str(tmp_path))["machines"] == [here.line(), other.line()]
+  warned = [m for m in caplog.messages if "last trained on" in m]
+  assert warned == [f"The run in {tmp_path} last trained on {here.line()}; it continues on "
+                    f"{other.line()}: from here its bits are this machine's kernels' "
+                    "(docs/determinism.md, \"Machines\")"]
