@@ -13,6 +13,8 @@ import math
 import numpy as np
 import tensorflow as tf
 
+from porting.gates import gated_bias_add
+
 
 class VariableSpec:
   """Shape, initializer and L2 weight decay of one variable, as in `cifar10.inference`."""
@@ -78,24 +80,15 @@ def _drawn(seed):
   return values
 
 
-@tf.custom_gradient
-def _conv_bias_add(conv, biases):
-  """tf.nn.bias_add with the gradient the original's graph computes.
-
-  Backward, TensorFlow's oneDNN graph pass fuses a conv's Conv2DBackpropFilter with the
-  BiasAddGrad of its bias into one kernel that sums the bias gradient in another order,
-  but only when both read the same gradient tensor (measured: conv1/biases off by 5e-9,
-  4e-7 relative, TF2 against v1). The original's `Optimizer.compute_gradients`
-  (gate_gradients=GATE_OP) hands the conv a gated copy, so its graph never fuses; a
-  GradientTape in a tf.function does. Handing the conv a gated copy here too gives every
-  trainer (tape or compute_gradients, with or without oneDNN) the original's unfused
-  BiasAddGrad. The forward pass still fuses conv, bias and relu, as the original's does.
-  """
-  def grad(upstream):
-    bias_grad = tf.raw_ops.BiasAddGrad(out_backprop=upstream)
-    with tf.control_dependencies([bias_grad]):
-      return tf.identity(upstream), bias_grad
-  return tf.nn.bias_add(conv, biases), grad
+# The convolutions' biases: gated_bias_add (porting.gates), tf.nn.bias_add with the gradient
+# the original's graph computes. Backward, TensorFlow's oneDNN graph pass fuses a conv's
+# Conv2DBackpropFilter with the BiasAddGrad of its bias into one kernel that sums the bias
+# gradient in another order, but only when both read the same gradient tensor (measured:
+# conv1/biases off by 5e-9, 4e-7 relative, TF2 against v1). The original's
+# `Optimizer.compute_gradients` (gate_gradients=GATE_OP) hands the conv a gated copy, so its
+# graph never fuses; a GradientTape in a tf.function does. The gate gives every trainer (tape
+# or compute_gradients, with or without oneDNN) the original's unfused BiasAddGrad. The forward
+# pass still fuses conv, bias and relu, as the original's does.
 
 
 def _lrn(x):
@@ -128,10 +121,10 @@ def inference(params, images, compute_dtype=tf.float32, activations=None):
   # bias_add, as the original: its gradient (BiasAddGrad) sums over batch and space in
   # another order than the gradient of `+` (a broadcasting Sum), and only BiasAddGrad gives
   # the original's conv bias gradients to the bit (`+` differed by up to 7e-7 relative).
-  out["conv1"] = tf.nn.relu(_conv_bias_add(tf.nn.conv2d(x, p["conv1/weights"], 1, "SAME"),
+  out["conv1"] = tf.nn.relu(gated_bias_add(tf.nn.conv2d(x, p["conv1/weights"], 1, "SAME"),
                                            p["conv1/biases"]))
   x = _lrn(_pool(out["conv1"]))
-  out["conv2"] = tf.nn.relu(_conv_bias_add(tf.nn.conv2d(x, p["conv2/weights"], 1, "SAME"),
+  out["conv2"] = tf.nn.relu(gated_bias_add(tf.nn.conv2d(x, p["conv2/weights"], 1, "SAME"),
                                            p["conv2/biases"]))
   x = tf.reshape(_pool(_lrn(out["conv2"])), [tf.shape(x)[0], _LOCAL3_IN])
   out["local3"] = tf.nn.relu(tf.matmul(x, p["local3/weights"]) + p["local3/biases"])

@@ -20,7 +20,8 @@
   checkpoints tf1_to_tf2 / tf2_to_tf1: a port's checkpoints both ways, slots included
   devices     N GPUs, or N logical CPU devices where there are none
   machine     the machine the bits were made on (CPU, instruction sets, oneDNN, GPUs)
-  gates       gated_bias_add: a port's conv bias with TF1's (GATE_OP) gradient
+  gates       TF1's arithmetic in TF2: gated_bias_add (a conv bias with TF1's GATE_OP
+              gradient), replica_mean (replicas averaged as average_gradients averages)
   errors      PortError: one line, no traceback, from the command line
 
 Nothing here knows CIFAR-10; MIGRATION.md ("Port your own model") walks through a second

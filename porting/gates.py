@@ -1,4 +1,7 @@
-"""What a TF2 port adds to compute TF1's gradients where a tape alone would not.
+"""What a TF2 port adds to compute TF1's gradients where a tape and tf.distribute alone would
+not: a convolution bias gradient computed as TF1's gated graph computes it
+(`gated_bias_add`), and the replicas' gradients averaged as `average_gradients` averages
+towers (`replica_mean`). This project's own model and TF2 step use both.
 
 TF1's `Optimizer.compute_gradients` gates each op's gradients (gate_gradients=GATE_OP: all of
 an op's input gradients are computed before any is used). A GradientTape does not, and with
@@ -24,3 +27,19 @@ def gated_bias_add(value, bias):
     with tf.control_dependencies([bias_grad]):
       return tf.identity(upstream), bias_grad
   return tf.nn.bias_add(value, bias), grad
+
+
+def replica_mean(ctx, values):
+  """The mean of `values` over the replicas of replica context `ctx`, rounded as
+  `average_gradients` rounds it: the sum in replica order, then a true division by N (its
+  reduce_mean's).
+
+  Not ReduceOp.MEAN: its `/ N` is a division by a constant, which grappler's constant folding
+  strength-reduces to a multiplication by 1/N (ReduceDivToReciprocalMul, for Div and RealDiv),
+  and x * (1/N) rounds differently from x / N wherever N is not a power of two (measured at
+  N = 3: every variable's averaged gradient off the towers' somewhere). DivNoNan, which that
+  pass leaves alone, divides exactly as RealDiv does for N > 0.
+  """
+  summed = ctx.all_reduce(tf.distribute.ReduceOp.SUM, values)
+  return [tf.math.divide_no_nan(v, tf.constant(ctx.num_replicas_in_sync, v.dtype))
+          for v in summed]

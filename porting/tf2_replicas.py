@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from porting import spec
+from porting.gates import replica_mean
 from porting.errors import PortError
 from porting.trace import Step
 from porting.trace import Trace
@@ -53,16 +54,6 @@ def slot_variables(optimizer, trainable):
       key = max(owners, key=len)
       slots[(keys[key], name[len(key) + 1:])] = slot
   return slots
-
-
-def replica_mean(ctx, values):
-  """`values` averaged over the replicas as average_gradients averages towers: the sum, then a
-  true division by N. ReduceOp.MEAN divides by a constant, which grappler strength-reduces to
-  a multiplication by 1/N: another rounding wherever N is not a power of two. DivNoNan, left
-  alone by that pass, divides as RealDiv does for N > 0."""
-  summed = ctx.all_reduce(tf.distribute.ReduceOp.SUM, values)
-  return [tf.math.divide_no_nan(v, tf.constant(ctx.num_replicas_in_sync, v.dtype))
-          for v in summed]
 
 
 def _first_replica_only(ctx, averaged):

@@ -4,8 +4,8 @@
 shadows) with compiled steps; `train_step(iterator, stop_requested)` is one step:
 
   1. each replica: forward on its slice of the global batch, the tower's loss (mean(CE) over
-     the slice + weight_decay), gradients, averaged by `replica_mean` (a SUM all-reduce in
-     replica order, then a true division by N): the arithmetic of the TF1 towers'
+     the slice + weight_decay), gradients, averaged by porting.gates.replica_mean (a SUM
+     all-reduce in replica order, then a true division by N): the arithmetic of the TF1 towers'
      `average_gradients`, so the two are the same bits at every N, not only where dividing by N is exact (the TF2 idiom,
      sum(CE) / global_batch + weight_decay / N with a SUM all-reduce, rounds differently
      at N = 3, 5, 6, 7: MIGRATION.md). The all-reduce also carries each replica's stop
@@ -33,6 +33,7 @@ from cifar10 import model
 from cifar10 import precision
 from cifar10 import schedule
 from cifar10.hparams import DEFAULT
+from porting.gates import replica_mean
 from strategies import state
 
 # What one call of the compiled step(s) returns: the first step's loss, learning rate and stop
@@ -199,21 +200,6 @@ class Trainer(state.TrainingState):
       return Call(loss, lr, stopping, out, loss, lr, 1)
     return Call(*self.steps_fn(iterator, tf.constant(float(stop_requested)),
                                tf.constant(steps - 1, tf.int32)))
-
-
-def replica_mean(ctx, values):
-  """The mean of `values` over the replicas of `ctx`, rounded as `average_gradients` rounds it:
-  the sum in replica order, then a true division by N (its reduce_mean's).
-
-  Not ReduceOp.MEAN: its `/ N` is a division by a constant, which grappler's constant folding
-  strength-reduces to a multiplication by 1/N (ReduceDivToReciprocalMul, for Div and RealDiv),
-  and x * (1/N) rounds differently from x / N wherever N is not a power of two (measured at
-  N = 3: every variable's averaged gradient off the towers' somewhere). DivNoNan, which that
-  pass leaves alone, divides exactly as RealDiv does for N > 0.
-  """
-  summed = ctx.all_reduce(tf.distribute.ReduceOp.SUM, values)
-  return [tf.math.divide_no_nan(v, tf.constant(ctx.num_replicas_in_sync, v.dtype))
-          for v in summed]
 
 
 def _sgd(var, grad, lr):
