@@ -1,5 +1,6 @@
 """benchmarks.throughput: what it counts, what it refuses, and what it writes."""
 
+import dataclasses
 import json
 
 import pytest
@@ -122,6 +123,12 @@ def test_a_precision_the_cpu_is_refused_is_one_line_not_a_run(tmp_path, monkeypa
   out = capsys.readouterr().out
   assert "fp16: not measured: --precision=fp16 on this CPU runs oneDNN's float16" in out
   assert ran == ["peak:1:fp32", "tf2:1:fp32"]
+  # The same CPU with a GPU: the steps run there, and fp16 is measured.
+  where = dataclasses.replace(where, gpus=("NVIDIA H100 (compute 9.0)",))
+  ran.clear()
+  throughput.main(fv)
+  assert "not measured" not in capsys.readouterr().out
+  assert ran == ["peak:1:fp32", "tf2:1:fp32", "tf2:1:fp16"]
 
 
 @pytest.mark.parametrize("flags,expected", [
