@@ -17,6 +17,8 @@
   diffs       max absolute and relative difference, and ULPs
   diagnosis   the known causes of a difference, named where the numbers fit
   hyperparameters  the two optimizers' settings, compared before a step runs
+  layer_settings  the layers' (dropout rates, batch norm's epsilon, statistics and momentum,
+              regularization), read from both sides' graphs and compared before a step runs
   checkpoints tf1_to_tf2 / tf2_to_tf1: a port's checkpoints both ways, slots included
   conversion_checks  every converted variable read back and compared; one the checkpoint
               cannot reach (Keras layers in a plain list) named, never dropped

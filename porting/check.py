@@ -7,6 +7,7 @@ from porting.errors import PortError
 from porting import devices as replica_devices
 from porting import diagnosis
 from porting import hyperparameters
+from porting import layer_settings
 from porting import machine
 from porting import matching
 from porting import report
@@ -70,7 +71,7 @@ def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0):
   tolerance: the largest max relative difference per variable that still counts as equal;
     0 (the default) asks for the same bits.
   Raises PortError for a port it cannot compare (variables left unmatched, no gradient,
-  optimizers whose hyper-parameters differ).
+  optimizers' hyper-parameters or layers' settings that differ: porting.layer_settings).
   """
   spec.Port.__post_init__(port)
   batch = spec.batch_source(batches, steps)
@@ -88,6 +89,10 @@ def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0):
     start = tf2.values()
     towers.assign({a: start[b] for a, b in pairs})
     del start
+    differ = layer_settings.mismatches(towers.settings(), tf2.settings(first), pairs)
+    if differ:
+      raise PortError(f"the layers' settings differ: {'; '.join(differ)}; set them alike on "
+                      "both sides before comparing")
     trace1, trace2 = towers.trace(), tf2.trace()
     optimizers = (towers.optimizer_class, type(tf2.optimizer).__name__)
     factor = replicas if port.gradient_reduction == "sum" else 1

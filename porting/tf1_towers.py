@@ -11,6 +11,7 @@ import inspect
 import numpy as np
 import tensorflow as tf
 
+from porting import layer_settings
 from porting import random_ops
 from porting import tf1_layers
 from porting import spec
@@ -20,6 +21,7 @@ from porting.trace import Step
 from porting.trace import Trace
 
 v1 = tf.compat.v1
+VARIABLE_OPS = ("VarHandleOp", "VariableV2", "Variable")
 
 
 def average_gradients(tower_grads):
@@ -123,6 +125,20 @@ class Towers:
 
   def variables(self):
     return [(_name(v), tuple(v.shape.as_list())) for v in self.model_variables]
+
+  def settings(self):
+    """Tower 0's layer settings (layer_settings); the moving averages the train op runs; the
+    regularization's gradients at the current weights (None: no REGULARIZATION_LOSSES)."""
+    names = {_name(v) for v in self.model_variables}
+    trainable = set(self.trainable)
+    runs = layer_settings.reached([self.train_op])
+    found = layer_settings.read(
+        [op for op in self.graph.get_operations()
+         if layer_settings.forward(op, lambda name: not name.startswith("tower_0/"))],
+        lambda t: t.op.name if t.op.type in VARIABLE_OPS and t.op.name in names else None,
+        names - trainable, lambda op: op.name in runs)
+    found.regularization = self.sess.run(self.regularization) if self.regularization else None
+    return found
 
   def assign(self, values):
     """Sets the variables named in `values` ({TF1 name: array}, cast to each variable's

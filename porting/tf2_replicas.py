@@ -12,6 +12,7 @@ averages (`replica_mean`) and the optimizer's own sum is handed the average once
 import numpy as np
 import tensorflow as tf
 
+from porting import layer_settings
 from porting import random_ops
 from porting import spec
 from porting.gates import replica_mean
@@ -58,6 +59,16 @@ def slot_variables(optimizer, trainable):
   return slots
 
 
+def _tf_variable(variable):
+  """A Keras variable's tf.Variable (its `value`); a tf.Variable itself (whose `value` is a
+  method)."""
+  return variable.value if hasattr(variable, "path") else variable
+
+
+def _arguments(batch, step):
+  return tf.constant(batch[0]), tf.constant(batch[1]), tf.constant(step, tf.int64)
+
+
 def _first_replica_only(ctx, averaged):
   """What each replica hands a Keras optimizer, which sums the replicas' gradients itself
   (and only in replica context), so that the sum is `averaged` to the bit: the average on
@@ -100,7 +111,7 @@ class Replicas:
   def _tf_trainable(self):
     """The trainable variables as TensorFlow variables (a Keras variable's `value`), which
     tf.train.ExponentialMovingAverage takes."""
-    return [getattr(v, "value", v) if hasattr(v, "path") else v for v in self.trainable]
+    return [_tf_variable(v) for v in self.trainable]
 
   def trace(self):
     return Trace(self.variables(), self.names)
@@ -154,14 +165,49 @@ class Replicas:
         self.ema.apply(self._tf_trainable())
     return out
 
-  def step(self, images, labels):
-    args = (tf.constant(images), tf.constant(labels), tf.constant(self.steps_run, tf.int64))
-    self.steps_run += 1
-    # Every call under the patch: a retrace (another batch shape) draws aligned too.
+  def _traced(self, args):
+    """The step's graph for `args` (traced once, under the aligned draws)."""
     with random_ops.aligned(self.source):
-      if self.escaped is None:
-        self.escaped = random_ops.escaped(
-            self._step.get_concrete_function(*args).graph.get_operations())
+      graph = self._step.get_concrete_function(*args).graph
+    if self.escaped is None:
+      self.escaped = random_ops.escaped(graph.get_operations())
+    return graph
+
+  def settings(self, example):
+    """Replica 0's layer settings (layer_settings) in the step traced for the global batch
+    `example`, before it runs; the regularizers' gradients at the current weights."""
+    graph = self._traced(_arguments(example, self.steps_run))
+    handles = {}
+    for v in self.all:
+      inner = _tf_variable(v)
+      for component in getattr(inner, "values", (inner,)):  # a mirrored one's components
+        handles[id(component.handle)] = variable_name(v)
+    captured = {id(internal): handles.get(id(external)) for external, internal in
+                graph.captures}
+    statistics = {variable_name(v) for v in self.all if not v.trainable}
+    found = layer_settings.read(
+        [op for op in graph.get_operations()
+         if layer_settings.forward(op, lambda name: name.startswith("replica_"))],
+        lambda t: captured.get(id(t)), statistics)
+    regularized = {}
+    for v in self.trainable:
+      regularizer = getattr(v, "regularizer", None)
+      if regularizer is not None:
+        weights = tf.constant(_numpy(v))
+        with tf.GradientTape() as tape:
+          tape.watch(weights)
+          penalty = regularizer(weights)
+        regularized[variable_name(v)] = _numpy(tape.gradient(penalty, weights))
+    found.regularization = regularized or None
+    return found
+
+  def step(self, images, labels):
+    args = _arguments((images, labels), self.steps_run)
+    self.steps_run += 1
+    # Traced first (under the patch: a retrace for another batch shape draws aligned too);
+    # the call under it as well. Not nested: the patch's lock is not re-entrant.
+    self._traced(args)
+    with random_ops.aligned(self.source):
       loss, outputs, summed, lr = self._step(*args)
     local = self.strategy.experimental_local_results
     losses = [_numpy(l) for l in local(loss)]

@@ -84,13 +84,20 @@ def test_randomness_not_shared_is_named():
   assert report.first_difference.kind == "loss" and report.first_difference.step == 0
   assert report.hints[0].startswith("random ops drawn as written (random_ops='as_written')")
   assert "tower_0/drop1/dropout/random_uniform/RandomUniform" in report.hints[0]
-  # A port without the dropout (rate 0: Keras draws nothing): the draws are listed.
-  report = porting.compare(m.port(build_model=functools.partial(m.Net, rate=0.0)),
-                           m.batches(2), replicas=2, steps=1)
+  # A port that draws once more (noise on its logits, which no layer setting shows: a
+  # dropout on one side only is refused before a step, test_porting_layer_settings): the
+  # draws are listed.
+  report = porting.compare(m.port(replica_loss=_noisy_replica_loss), m.batches(2),
+                           replicas=2, steps=1)
   assert report.hints == [
       "the two sides draw differently: TF1 tower 0 draws 1 time(s) (uniform), TF2 replica 0 "
-      "nothing (a dropout on one side only, a rate of 0 on one, or layers in another order): "
-      "a forward output differs from step 0"]
+      "2 time(s) (uniform, normal) (a dropout on one side only, a rate of 0 on one, or layers "
+      "in another order): a forward output differs from step 0"]
+
+
+def _noisy_replica_loss(model, images, labels, global_batch_size):
+  loss, logits = m.replica_loss(model, images, labels, global_batch_size)
+  return loss + tf.reduce_sum(tf.random.normal([1], stddev=1e-3)), logits
 
 
 def _layers_as_written(images, labels):

@@ -1,0 +1,253 @@
+"""Every layer's settings, read from both sides' graphs and compared before a step runs.
+
+A port whose batch norm keeps another momentum or epsilon, normalizes with its moving
+statistics where the TF1 code used the batch's, or whose dropout has another rate differs
+from the first step, and the numbers do not say why. The settings are read where they are
+certain, the ops both sides' code leaves in a graph (tower 0's in TF1, replica 0's in the
+traced TF2 step), not from layer objects a port may not have:
+
+  dropout       GreaterEqual(uniform draw, rate), which tf.nn.dropout, tf.compat.v1.layers'
+                and Keras 3's Dropout all build: the rate, in call order
+  batch norm    FusedBatchNorm* (its epsilon and is_training attributes), or
+                tf.nn.batch_normalization's `batchnorm/add` (variance + epsilon; the variance
+                read from a variable: the moving statistics, not the batch's)
+  moving stats  TF1's AssignMovingAvg: assign_sub(v, (v - x) * (1 - momentum)); Keras 3's
+                assign(v, v * momentum + x * (1 - momentum)): the momentum of each moving
+                statistic, and whether the step updates it (TF1: the train op reaches it)
+  regularizers  the gradient of the regularization losses alone, per variable, at the
+                starting weights (TF1's REGULARIZATION_LOSSES collection, Keras 3's
+                variable.regularizer): which variables, and how strongly
+
+`mismatches(tf1, tf2, pairs)` says each difference in one line with both values.
+"""
+
+import dataclasses
+
+import numpy as np
+import tensorflow as tf
+
+FUSED = ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3")
+PASS_THROUGH = ("Cast", "Identity", "ReadVariableOp")
+MOMENTUM_TOLERANCE = 1e-6  # 1 - float32(1 - m) against float32(m): 1e-8 apart, not 1e-6
+REGULARIZATION_TOLERANCE = 1e-5  # c x w against 2 (c / 2) x w: rounding only
+
+
+@dataclasses.dataclass
+class BatchNorm:
+  scope: str
+  epsilon: float
+  training: bool  # normalizes with the batch's statistics (not the moving ones)
+
+
+@dataclasses.dataclass
+class Settings:
+  """One side's: dropout [(scope, rate)] and batch_norm [BatchNorm] in call order; moving
+  {variable: momentum} of every moving-average update the step runs; regularization
+  {trainable variable: its regularization gradient at the starting weights}, or None where
+  the side shows none through its framework (penalties added by hand)."""
+  dropout: list
+  batch_norm: list
+  moving: dict
+  regularization: dict = None
+
+
+_FOLDED = {"Sub": np.subtract, "Mul": np.multiply, "Add": np.add, "AddV2": np.add}
+
+
+def _const(tensor, depth=4):
+  """A scalar the graph computes from constants alone (tf.layers' fused batch norm writes
+  its decay as Sub(1, momentum)), or None."""
+  op = tensor.op
+  if op.type == "Const":
+    value = tf.get_static_value(tensor)
+    return None if value is None or np.ndim(value) else float(value)
+  if depth and op.type in PASS_THROUGH[:2] and op.inputs:
+    return _const(op.inputs[0], depth - 1)
+  if depth and op.type in _FOLDED and len(op.inputs) == 2:
+    a, b = (_const(t, depth - 1) for t in op.inputs)
+    if a is not None and b is not None:
+      dtype = tensor.dtype.as_numpy_dtype
+      return float(_FOLDED[op.type](dtype(a), dtype(b)))
+  return None
+
+
+def _source(tensor):
+  """The op behind Cast/Identity/ReadVariableOp chains."""
+  while tensor.op.type in PASS_THROUGH and tensor.op.inputs:
+    tensor = tensor.op.inputs[0]
+  return tensor
+
+
+def _scope(name, suffix):
+  for end in ("/dropout" + suffix, suffix):  # tf.layers' drop1/dropout: the layer, drop1
+    if name.endswith(end):
+      return name[:-len(end)]
+  return name.rsplit("/", 1)[0]
+
+
+def read(ops, variable_of, statistics, run=lambda op: True):
+  """Settings of `ops` (one tower's or replica's forward ops, in graph order);
+  `variable_of(resource tensor)` -> the side's model variable name or None; `statistics` the
+  names of its non-trainable variables (what a moving average may update); `run(op)` whether
+  the step runs an assign op."""
+  dropout, batch_norm, moving = [], [], {}
+  for op in ops:
+    if op.type == "GreaterEqual" and "dropout" in op.name:
+      rate = _const(op.inputs[1])
+      if rate is not None:
+        dropout.append((_scope(op.name, "/GreaterEqual"), rate))
+    elif op.type in FUSED:
+      batch_norm.append(BatchNorm(op.name.rsplit("/", 1)[0], float(op.get_attr("epsilon")),
+                                  bool(op.get_attr("is_training"))))
+    elif op.type in ("Add", "AddV2") and op.name.endswith("/batchnorm/add"):
+      epsilon = _const(op.inputs[1])
+      if epsilon is not None:
+        variance = _source(op.inputs[0])
+        batch_norm.append(BatchNorm(_scope(op.name, "/batchnorm/add"), epsilon,
+                                    variable_of(variance) is None))
+    elif op.type in ("AssignSubVariableOp", "AssignSub", "AssignVariableOp") and run(op):
+      name = variable_of(op.inputs[0])
+      momentum = _momentum(op, name, variable_of) if name in statistics else None
+      if momentum is not None:
+        moving[name] = momentum
+  return Settings(dropout, batch_norm, moving)
+
+
+def _momentum(op, name, variable_of):
+  """The momentum of a moving-average update of variable `name`, or None (another assign)."""
+  value = op.inputs[1].op
+  if op.type in ("AssignSubVariableOp", "AssignSub") and value.type == "Mul":  # v -= (v - x) * decay
+    consts = [c for c in map(_const, value.inputs) if c is not None]
+    return 1.0 - consts[0] if len(consts) == 1 else None
+  if op.type == "AssignVariableOp" and value.type in ("Add", "AddV2"):  # v m + x (1 - m)
+    for term in value.inputs:
+      if term.op.type != "Mul":
+        continue
+      consts = [_const(t) for t in term.op.inputs]
+      others = [t for t, c in zip(term.op.inputs, consts) if c is None]
+      if len(others) == 1 and variable_of(_source(others[0])) == name:
+        return next(c for c in consts if c is not None)
+  return None
+
+
+def reached(targets):
+  """The names of every op `targets` (ops) depend on, data and control edges alike."""
+  seen, stack = set(), list(targets)
+  while stack:
+    op = stack.pop()
+    if op.name in seen:
+      continue
+    seen.add(op.name)
+    stack += [t.op for t in op.inputs] + list(op.control_inputs)
+  return seen
+
+
+def forward(op, skip_prefix):
+  """Whether `op` is one tower's or replica's forward op: not a gradient's, nor (by name
+  prefix `skip_prefix`) another tower's or replica's."""
+  parts = op.name.split("/")
+  return not skip_prefix(op.name) and not any(
+      p.startswith(("gradients", "gradient_tape")) for p in parts)
+
+
+def _f32(x):
+  return np.float32(x)
+
+
+def mismatches(tf1, tf2, pairs):
+  """['what: TF1 value, TF2 value', ...] between the two sides' Settings, one line per fault
+  (a layer's two moving statistics, every variable regularized alike: one line); `pairs`
+  [(TF1 name, TF2 name)] of the model's variables."""
+  out = _dropout(tf1.dropout, tf2.dropout)
+  bn1, bn2 = tf1.batch_norm, tf2.batch_norm
+  modes = set()  # layers normalizing with other statistics: their updates differ as well
+  if len(bn1) != len(bn2):
+    out.append(f"batch norm layers: TF1 {len(bn1)} ({_scopes(bn1)}), TF2 {len(bn2)} "
+               f"({_scopes(bn2)})")
+  else:
+    for a, b in zip(bn1, bn2):
+      if _f32(a.epsilon) != _f32(b.epsilon):
+        out.append(f"batch norm {_short(a.scope)}: epsilon TF1 {a.epsilon:.6g}, TF2 "
+                   f"{b.epsilon:.6g}")
+      if a.training != b.training:
+        modes.add(_short(a.scope))
+        out.append(f"batch norm {_short(a.scope)}: normalizes with TF1 {_mode(a)}, TF2 "
+                   f"{_mode(b)}")
+  return out + _moving(tf1.moving, tf2.moving, pairs, modes) + _regularization(
+      tf1.regularization, tf2.regularization, pairs)
+
+
+def _dropout(drop1, drop2):
+  if len(drop1) != len(drop2):
+    return [f"dropout: TF1 {len(drop1)} ({_list(drop1)}), TF2 {len(drop2)} ({_list(drop2)})"]
+  return [f"dropout {_short(s1)}: rate TF1 {a:g}, TF2 {b:g}"
+          for (s1, a), (_, b) in zip(drop1, drop2) if _f32(a) != _f32(b)]
+
+
+def _moving(moving1, moving2, pairs, modes):
+  """The moving statistics' updates, grouped by layer: {layer: [line]}, one line a layer."""
+  to2, to1 = dict(pairs), {b: a for a, b in pairs}
+  faults = {}  # (layer, what) -> [variable]
+  for name, m in moving1.items():
+    other = to2.get(name)
+    if other is None:
+      continue
+    if other not in moving2:
+      what = f"TF1 updates its moving statistics each step (momentum {m:.6g}), TF2 does not"
+    elif abs(m - moving2[other]) > MOMENTUM_TOLERANCE:
+      what = f"momentum TF1 {m:.6g}, TF2 {moving2[other]:.6g}"
+    else:
+      continue
+    faults.setdefault((_layer(name), what), []).append(name)
+  for name, m in moving2.items():
+    if name in to1 and to1[name] not in moving1:
+      what = f"TF2 updates its moving statistics each step (momentum {m:.6g}), TF1 does not"
+      faults.setdefault((_layer(to1[name]), what), []).append(to1[name])
+  return [f"batch norm {layer}: {what}" for (layer, what) in faults if layer not in modes]
+
+
+def _layer(variable):
+  return _short(variable.rsplit("/", 1)[0])
+
+
+def _regularization(reg1, reg2, pairs):
+  """Where both sides regularize through their framework: the same variables, as strongly
+  (variables off by the same factor: one line)."""
+  if not reg1 or not reg2:
+    return []  # one side adds its penalties by hand: the numbers will say
+  only, ratios = {"TF1": [], "TF2": []}, {}
+  for a, b in pairs:
+    g1, g2 = reg1.get(a), reg2.get(b)
+    if (g1 is None) != (g2 is None):
+      only["TF1" if g1 is not None else "TF2"].append(a)
+    elif g1 is not None:
+      g1, g2 = np.asarray(g1, np.float64), np.asarray(g2, np.float64)
+      scale = float(np.dot(g1.ravel(), g1.ravel()))
+      if scale and np.max(np.abs(g2 - g1)) > REGULARIZATION_TOLERANCE * np.max(np.abs(g1)):
+        ratio = float(np.dot(g2.ravel(), g1.ravel())) / scale
+        ratios.setdefault(f"{ratio:.4g}", []).append(a)
+  out = [f"{', '.join(names)}: regularized on the {side} side only"
+         for side, names in only.items() if names]
+  return out + [f"{', '.join(names)}: regularization gradient TF2 {ratio} x TF1's (a penalty "
+                "c x tf.nn.l2_loss(w) is keras.regularizers.L2(c / 2))"
+                for ratio, names in ratios.items()]
+
+
+def _list(items):
+  return ", ".join(f"{_short(s)} {r:g}" for s, r in items) or "none"
+
+
+def _short(scope):
+  """A layer's scope without the tower's or the traced function's prefix."""
+  parts = scope.split("/")
+  if parts and parts[0].startswith(("tower_", "replica_")):
+    parts = parts[1:]
+  return "/".join(parts) or scope
+
+
+def _scopes(layers):
+  return ", ".join(_short(b.scope) for b in layers) or "none"
+
+
+def _mode(bn):
+  return "the batch's statistics" if bn.training else "the moving statistics"

@@ -1,0 +1,118 @@
+"""Every layer's settings compared before a step runs (porting.layer_settings): a port whose
+batch norm keeps another momentum or epsilon, normalizes with the other statistics, whose
+dropout has another rate, or whose regularization is another strength or on other variables,
+is refused in one line naming both values. Before: the comparison ran and the report blamed
+rounding (or nothing) for differences of 1e-2 and more."""
+
+import functools
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import porting
+from porting import layer_settings
+from tests import bn_momentum_port as bn
+from tests import dropout_adam_port as drop
+
+pytestmark = pytest.mark.filterwarnings("ignore:`tf.layers.")
+
+
+class _BnNet(bn.Net):
+  """bn.Net with one setting changed."""
+
+  def __init__(self, momentum=bn.BN_MOMENTUM, epsilon=1e-3, training=True,
+               regularizer=bn.WEIGHT_DECAY / 2, regularize_dense=True):
+    keras.Model.__init__(self, name="net")
+    self.training = training
+    l2 = keras.regularizers.L2(regularizer)
+    self.conv = keras.layers.Conv2D(bn.FILTERS, 3, padding="same", use_bias=False,
+                                    kernel_initializer=keras.initializers.GlorotUniform(1),
+                                    kernel_regularizer=l2, name="conv1")
+    self.bn = keras.layers.BatchNormalization(momentum=momentum, epsilon=epsilon, name="bn1")
+    self.dense = keras.layers.Dense(bn.CLASSES, name="logits",
+                                    kernel_regularizer=l2 if regularize_dense else None,
+                                    kernel_initializer=keras.initializers.GlorotUniform(2))
+    self.build((None, bn.SIZE, bn.SIZE, 3))
+
+  def call(self, images, training=False):
+    x = self.bn(self.conv(images), training=training and self.training)
+    return self.dense(tf.reduce_mean(tf.nn.relu(x), [1, 2]))
+
+
+def _refusal(port, batches):
+  with pytest.raises(porting.PortError) as raised:
+    porting.compare(port, batches, replicas=2, steps=1)
+  return str(raised.value)
+
+
+# name: (Port fields changed, the model, what the one line must say)
+BN_FAULTS = {
+    "momentum": (dict(build_model=functools.partial(_BnNet, momentum=0.99)),
+                 "batch norm bn1: momentum TF1 0.9, TF2 0.99"),
+    "epsilon": (dict(build_model=functools.partial(_BnNet, epsilon=1e-5)),
+                "batch norm bn1: epsilon TF1 0.001, TF2 1e-05"),
+    "moving_statistics_in_training": (
+        dict(build_model=functools.partial(_BnNet, training=False)),
+        "batch norm bn1: normalizes with TF1 the batch's statistics, TF2 the moving "
+        "statistics"),
+    "regularization_strength": (
+        dict(build_model=functools.partial(_BnNet, regularizer=bn.WEIGHT_DECAY)),
+        "conv1/kernel, logits/kernel: regularization gradient TF2 2 x TF1's (a penalty c x tf.nn.l2_loss(w) "
+        "is keras.regularizers.L2(c / 2))"),
+    "regularized_variables": (
+        dict(build_model=functools.partial(_BnNet, regularize_dense=False)),
+        "logits/kernel: regularized on the TF1 side only"),
+}
+
+
+@pytest.mark.parametrize("kind", list(BN_FAULTS))
+def test_a_batch_norm_or_regularization_setting_that_differs_is_one_line(kind):
+  changes, expected = BN_FAULTS[kind]
+  line = _refusal(bn.port(**changes), bn.batches(2))
+  assert "the layers' settings differ: " in line and "\n" not in line
+  # That setting only: the port has one fault.
+  assert line.split(": ", 1)[1].split("; set them")[0] == expected, line
+
+
+def test_a_dropout_rate_that_differs_is_one_line_with_both_rates():
+  port = drop.port(build_model=functools.partial(drop.Net, rate=0.5))
+  line = _refusal(port, drop.batches(2))
+  assert "dropout drop1: rate TF1 0.4, TF2 0.5" in line, line
+
+
+def test_a_dropout_missing_on_one_side_names_each_sides_count():
+  port = drop.port(build_model=functools.partial(drop.Net, rate=0.0))
+  line = _refusal(port, drop.batches(2))
+  assert "dropout: TF1 1 (drop1 0.4), TF2 0 (none)" in line, line
+
+
+def test_the_settings_read_from_the_faithful_ports_are_the_models_own():
+  """Both sides of both test models read as written: nothing refused, every value right."""
+  found = {}
+  for name, module in (("bn", bn), ("drop", drop)):
+    port, batches = module.port(), module.batches(2)
+    original = layer_settings.mismatches
+    seen = []
+    layer_settings.mismatches = lambda a, b, p: seen.append((a, b)) or original(a, b, p)
+    try:
+      report = porting.compare(port, batches, replicas=2, steps=1)
+    finally:
+      layer_settings.mismatches = original
+    assert report.rows
+    found[name] = seen[0]
+  tf1, tf2 = found["bn"]
+  assert [(b.epsilon, b.training) for b in tf1.batch_norm] == [(pytest.approx(1e-3), True)]
+  assert [(b.epsilon, b.training) for b in tf2.batch_norm] == [(pytest.approx(1e-3), True)]
+  assert tf1.moving == {"bn1/moving_mean": pytest.approx(0.9),
+                        "bn1/moving_variance": pytest.approx(0.9)}
+  assert tf2.moving == {"net/bn1/moving_mean": pytest.approx(0.9),
+                        "net/bn1/moving_variance": pytest.approx(0.9)}
+  assert sorted(tf1.regularization) == ["conv1/kernel", "logits/kernel"]
+  np.testing.assert_allclose(tf1.regularization["conv1/kernel"],
+                             tf2.regularization["net/conv1/kernel"], rtol=1e-6)
+  tf1, tf2 = found["drop"]
+  assert [r for _, r in tf1.dropout] == [pytest.approx(0.4)]
+  assert [r for _, r in tf2.dropout] == [pytest.approx(0.4)]
+  assert tf1.regularization is None and tf2.regularization is None
