@@ -30,7 +30,9 @@
               step): Port(random_ops="aligned"), the default
   optimizers  TF1Adam, TF1Momentum, TF1RMSProp, TF1Adagrad: Keras optimizers that run TF1's
               kernels with TF1's slots, so a port steps as its TF1 optimizer did
-  tf1_layers  tf.compat.v1.layers under Keras 3 (tf_keras), routed while the towers build
+  tf1_layers  tf.compat.v1.layers under Keras 3 (tf_keras), routed while the towers build;
+              slim(): tf_slim, for tf.contrib-era code
+  tf1_variables  tf.Variable weights in tower code, shared by the towers as get_variable's
   errors      PortError: one line, no traceback, from the command line
 
 Nothing here knows CIFAR-10; MIGRATION.md ("Port your own model") walks through a second

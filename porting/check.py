@@ -88,7 +88,6 @@ def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0):
     pairs = matching.match(towers.variables(), tf2.variables(), port.variable_map)
     start = tf2.values()
     towers.assign({a: start[b] for a, b in pairs})
-    del start
     differ = layer_settings.mismatches(towers.settings(), tf2.settings(first), pairs)
     if differ:
       raise PortError(f"the layers' settings differ: {'; '.join(differ)}; set them alike on "
@@ -103,6 +102,9 @@ def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0):
       # Streamed: the step's rows now, then only what the diagnosis reads is kept (step 0's
       # gradients), so memory stays that of one step of both sides, at any number of steps.
       table += report.step_rows(s, a, b, pairs, trace1, optimizers, factor)
+      if s == 0:  # the starting weights fit a penalty written by hand, then go
+        trace1.facts["penalty"] = diagnosis.penalty_fit(pairs, trace1.trainable, a, b, start)
+        del start
       trace1.steps.append(_kept(a, s))
       trace2.steps.append(_kept(b, s))
       del a, b

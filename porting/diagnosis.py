@@ -106,12 +106,16 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="s
       hints.append("the regularization is missing from the TF2 loss (its gradient is all "
                    "that differs): add the model's losses (model.losses), scaled by "
                    "tf.nn.scale_regularization_loss")
+  penalty = tf1.facts.get("penalty")
+  if penalty and not scaled and not any("regularization is" in h for h in hints):
+    hints += _penalty(penalty)
   if rates[0] != rates[1]:
     s = next(i for i, (a, b) in enumerate(zip(*rates)) if a != b)
     hints.append(f"the learning rate differs from step {s} (TF1 {rates[0][s]:.6g}, TF2 "
                  f"{rates[1][s]:.6g}): the decay counts steps differently (TF1's global step "
                  "moves once per step of all towers; decay_steps multiplied or divided by N, "
-                 "or a step count per replica, gives this)")
+                 "a step count per replica, or a schedule counted in examples, global_step x "
+                 "batch, on one side and in steps on the other, gives this)")
   moving = [r for r in bad if r.kind == "weight" and any(m in r.tf1 for m in MOVING)]
   if tf1.facts.get("fused_batch_norm") and bad:
     hints.append("TF1's batch norm is fused (FusedBatchNorm: its own rounding, and "
@@ -244,3 +248,36 @@ def _random(bad, facts1, facts2):
 
 def _draws(kinds):
   return f"{len(kinds)} time(s) ({', '.join(kinds)})" if kinds else "nothing"
+
+
+def penalty_fit(pairs, trainable, tf1_step, tf2_step, start):
+  """{TF1 name: (d.w, w.w, d.d)} of step 0's gradient difference d = TF1 - TF2 against the
+  starting weights w (`start`, by TF2 name), for each trainable variable whose gradients
+  differ: an L2 penalty written into one side's loss only (not through a collection, whose
+  gradient the TF1 side reports) makes d = c w."""
+  to2 = dict(pairs)
+  fits = {}
+  for k in trainable:
+    if k not in to2:
+      continue
+    d = _flat(tf1_step.gradients[k]) - _flat(tf2_step.gradients[to2[k]])
+    if np.any(d):
+      w = _flat(start[to2[k]])
+      fits[k] = (float(np.dot(d, w)), float(np.dot(w, w)), float(np.dot(d, d)))
+  return fits
+
+
+def _penalty(fits):
+  """The hint where every differing gradient is c x its starting weight, one c for all."""
+  cs = {}
+  for name, (dw, ww, dd) in fits.items():
+    if ww == 0 or dd - dw * dw / ww > 0.05 * 0.05 * dd:
+      return []
+    cs[name] = dw / ww
+  c = np.median(list(cs.values()))
+  if not cs or any(abs(x - c) > 0.05 * abs(c) for x in cs.values()):
+    return []
+  side, other = ("TF1", "TF2") if c > 0 else ("TF2", "TF1")
+  return [f"an L2 penalty is in the {side} loss only: the gradients of {', '.join(cs)} differ "
+          f"by {abs(c):.3g} x their weights, all that differs at step 0 (a penalty "
+          f"{abs(c):.3g} x tf.nn.l2_loss(w) added by hand); add it to the {other} loss"]

@@ -22,10 +22,14 @@ traced TF2 step), not from layer objects a port may not have:
 """
 
 import dataclasses
+import re
 
 import numpy as np
 import tensorflow as tf
 
+# tf.nn.batch_normalization's variance + epsilon: `.../batchnorm/add` (tf_slim's second
+# call in a scope: `batchnorm_1/add`).
+BATCHNORM_ADD = re.compile(r"/batchnorm(_\d+)?/add$")
 FUSED = ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3")
 PASS_THROUGH = ("Cast", "Identity", "ReadVariableOp")
 MOMENTUM_TOLERANCE = 1e-6  # 1 - float32(1 - m) against float32(m): 1e-8 apart, not 1e-6
@@ -99,11 +103,11 @@ def read(ops, variable_of, statistics, run=lambda op: True):
     elif op.type in FUSED:
       batch_norm.append(BatchNorm(op.name.rsplit("/", 1)[0], float(op.get_attr("epsilon")),
                                   bool(op.get_attr("is_training"))))
-    elif op.type in ("Add", "AddV2") and op.name.endswith("/batchnorm/add"):
+    elif op.type in ("Add", "AddV2") and BATCHNORM_ADD.search(op.name):
       epsilon = _const(op.inputs[1])
       if epsilon is not None:
         variance = _source(op.inputs[0])
-        batch_norm.append(BatchNorm(_scope(op.name, "/batchnorm/add"), epsilon,
+        batch_norm.append(BatchNorm(BATCHNORM_ADD.sub("", op.name), epsilon,
                                     variable_of(variance) is None))
     elif op.type in ("AssignSubVariableOp", "AssignSub", "AssignVariableOp") and run(op):
       name = variable_of(op.inputs[0])

@@ -72,6 +72,7 @@ class Source:
     self.step, self.seed = step, seed
     self.tower = None  # set by the TF1 builder; None: read the replica context
     self.drawn = {}  # {index: [(kind, shape)]}
+    self.ops = {}  # {index: [the op of each draw in drawn]}
 
   def index(self):
     if self.tower is not None:
@@ -92,7 +93,25 @@ class Source:
       extra = ({"minval": arguments["minval"], "maxval": arguments["maxval"]}
                if kind == "uniform" else
                {"mean": arguments["mean"], "stddev": arguments["stddev"]})
-      return _DRAWS[kind](shape, seed=key, dtype=arguments["dtype"], **extra)
+      out = _DRAWS[kind](shape, seed=key, dtype=arguments["dtype"], **extra)
+    self.ops.setdefault(index, []).append(None if tf.executing_eagerly() else out.op)
+    return out
+
+  def forget(self, tensor):
+    """Takes the draws `tensor` is computed from off the count of the tower being built (a
+    tf.Variable's initial value: made while the towers build, not in the step), so the draws
+    after it keep their numbers."""
+    index = self.index()
+    drawn, ops = self.drawn.get(index, []), self.ops.get(index, [])
+    upstream, stack = set(), [tensor.op]
+    while stack:
+      op = stack.pop()
+      if op.name not in upstream:
+        upstream.add(op.name)
+        stack += [t.op for t in op.inputs]
+    keep = [i for i, op in enumerate(ops) if op is None or op.name not in upstream]
+    drawn[:] = [drawn[i] for i in keep]
+    ops[:] = [ops[i] for i in keep]
 
 
 def _in_initializer():

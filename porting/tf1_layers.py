@@ -12,6 +12,8 @@ tower code written as `tf.compat.v1.layers.conv2d(...)`, or `tf.layers.conv2d(..
 `import tensorflow.compat.v1 as tf`, runs as written, and the port keeps Keras 3. Code that
 binds the module at import (`from tensorflow.compat.v1 import layers`) holds TensorFlow's stub;
 it writes `layers = porting.tf1_layers.layers()` (or calls it in the tower) instead.
+TF1 code of the tf.contrib era (`tf.contrib.slim`, `tf.contrib.layers`) writes
+`slim = porting.tf1_layers.slim()`: the tf_slim package, run on the same layers.
 """
 
 import contextlib
@@ -52,6 +54,37 @@ def layers():
     raise PortError("the TF1 code calls tf.compat.v1.layers, which TensorFlow "
                     f"{tf.__version__} with Keras 3 implements only in the tf_keras package: "
                     f"{_install_hint()}") from None
+
+
+# What TensorFlow's tensorflow.python.layers modules load lazily (and tf_slim imports), and
+# where tf_keras 2.21 keeps them.
+_LEGACY = "tf_keras.legacy_tf_layers"
+_LEGACY_AT = "tf_keras.src.legacy_tf_layers"
+_LEGACY_MODULES = ("", ".base", ".convolutional", ".core", ".normalization", ".pooling",
+                   ".variable_scope_shim")
+
+
+def slim():
+  """tf_slim, the public successor of tf.contrib.slim and tf.contrib.layers (`slim.conv2d`,
+  `slim.batch_norm`, `slim.l2_regularizer`, ...), for TF1 code of the contrib era. Its layers
+  are TensorFlow's tensorflow.python.layers, which load tf_keras's legacy layers by a module
+  path tf_keras 2.21 no longer has (tf_keras.legacy_tf_layers, now under tf_keras.src): that
+  path is pointed at them first. A PortError naming the package where one is missing."""
+  try:
+    importlib.import_module(_LEGACY)
+  except ImportError:
+    try:
+      for suffix in _LEGACY_MODULES:
+        sys.modules[_LEGACY + suffix] = importlib.import_module(_LEGACY_AT + suffix)
+    except ImportError:
+      raise PortError("the TF1 code's tf.contrib-era layers (tf_slim) are tf.compat.v1.layers, "
+                      f"which TensorFlow {tf.__version__} with Keras 3 implements only in the "
+                      f"tf_keras package: {_install_hint()}") from None
+  try:
+    return importlib.import_module("tf_slim")
+  except ImportError:
+    raise PortError("the TF1 code uses tf.contrib.slim / tf.contrib.layers, which TensorFlow "
+                    "2 has as the tf_slim package: pip install tf-slim") from None
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ import tensorflow as tf
 from porting import layer_settings
 from porting import random_ops
 from porting import tf1_layers
+from porting import tf1_variables
 from porting import spec
 from porting.errors import PortError
 from porting.trace import Lazy
@@ -41,8 +42,10 @@ class Towers:
     self.graph = tf.Graph()
     n = len(devices)
     with self.graph.as_default():
-      images = v1.placeholder(example[0].dtype, (None,) + example[0].shape[1:], "images")
-      labels = v1.placeholder(example[1].dtype, (None,) + example[1].shape[1:], "labels")
+      # Static shapes, the global batch's: TF1 code reads its batch size from them
+      # (`images.get_shape()[0]`, a reshape to [batch, -1]) as it read its fixed-size queues'.
+      images = v1.placeholder(example[0].dtype, example[0].shape, "images")
+      labels = v1.placeholder(example[1].dtype, example[1].shape, "labels")
       self.feeds = (images, labels)
       # The kit's step number, which keys the aligned random draws (random_ops).
       self.step_number = v1.placeholder_with_default(tf.constant(0, tf.int64), [], "step")
@@ -56,12 +59,13 @@ class Towers:
       tower_grads, self.losses, self.outputs, updates = [], [], [], []
       # The original's tower_loss(scope, images, labels) read its 'losses' collection by scope.
       takes_scope = next(iter(inspect.signature(port.tower_loss).parameters), None) == "scope"
+      shared = tf1_variables.Shared(source)
       for i, (device, x, y) in enumerate(zip(devices, tf.split(images, n), tf.split(labels, n))):
         if source is not None:
           source.tower = i
         with tf.device(device), tf.name_scope(f"tower_{i}") as scope, \
             random_ops.aligned(source), tf1_layers.routed():
-          with v1.variable_scope(v1.get_variable_scope(), reuse=i > 0):
+          with shared.tower_scope(i):  # get_variable reused after tower 0, tf.Variable too
             loss, outputs = spec.loss_and_outputs(_tower(port, takes_scope, scope, x, y))
           self.losses.append(loss)
           self.outputs.append(outputs)
@@ -168,6 +172,12 @@ class Towers:
     return Trace(self.variables(), self.trainable, facts=dict(self.facts))
 
   def step(self, images, labels):
+    if images.shape != tuple(self.feeds[0].shape) or labels.shape != tuple(self.feeds[1].shape):
+      raise PortError(f"step {self.steps_run}'s batch is {list(images.shape)} and "
+                      f"{list(labels.shape)}, step 0's {self.feeds[0].shape.as_list()} and "
+                      f"{self.feeds[1].shape.as_list()}: the TF1 towers are built for one "
+                      "global batch shape (static, as TF1 code reads it); give every step "
+                      "the same")
     feed = {self.feeds[0]: images, self.feeds[1]: labels, self.step_number: self.steps_run}
     self.steps_run += 1
     # Read first, from the weights before the step: beside the train op they could race

@@ -129,6 +129,7 @@ class Replicas:
     if self.source is not None:  # a trace: its draws are keyed by its step argument
       self.source.step = step
       self.source.drawn.clear()
+      self.source.ops.clear()
     n = self.strategy.num_replicas_in_sync
     per = tf.shape(images)[0] // n
     global_batch = tf.shape(images)[0]

@@ -1,0 +1,116 @@
+"""TF1 code as teams wrote it, in the kit: tf_slim layers (contrib's successor), weights made
+with `tf.Variable`, a reshape to the static batch size, an L2 penalty added by hand, a
+learning rate counted in examples (tests/slim_style_port.py). Before: tf.Variable weights
+were made again by every tower (N models trained), `images.get_shape()[0]` was None, a
+penalty missing from the port was "not explained", and tf_slim did not import."""
+
+import functools
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import porting
+from porting import tf1_layers
+from tests import slim_style_port as m
+
+v1 = tf.compat.v1
+pytestmark = pytest.mark.filterwarnings("ignore:`tf.layers.", "ignore:`layer.apply`")
+MOVING = ("moving_mean", "moving_variance")
+ROUNDING_CAUSE = "moving statistics differ by rounding"
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_the_slim_style_port_is_the_same_bits_but_for_the_moving_statistics(replicas):
+  report = porting.compare(m.port(replicas), m.batches(replicas), replicas=replicas, steps=4)
+  # One tf.Variable each, shared by the towers (before: one per tower, trained apart).
+  assert [a for a, _ in report.pairs].count("tower_0/logits/weights") == 1
+  assert not [a for a, _ in report.pairs if a.startswith("tower_1/")]
+  exact = [r for r in report.rows if not r.tf1.endswith(MOVING)]
+  assert len(exact) > 40 and all(r.diff.ulps == 0 for r in exact), report.text()
+  # Dropout after a drawn tf.Variable initial value: the drop masks are tower i's = replica
+  # i's (the outputs rows above), and the moving statistics differ by Keras's formula only.
+  moving = [r for r in report.rows if r.tf1.endswith(MOVING)]
+  assert moving and max(r.diff.max_rel for r in moving) < 1e-6
+  assert report.hints == [h for h in report.hints if h.startswith(ROUNDING_CAUSE)]
+  # The rate counted in examples: at 2 x 4 examples a step, halved every 16 examples.
+  assert report.learning_rates[0] == report.learning_rates[1]
+  expected = [0.05, 0.05, 0.025, 0.025] if replicas == 2 else [0.05] * 4
+  np.testing.assert_array_equal(report.learning_rates[1], np.float32(expected))
+
+
+# name: (Port fields changed, the cause the report must name)
+WRONG = {
+    "schedule_in_steps": (
+        dict(tf2_optimizer=functools.partial(m.tf2_optimizer, 8, m.DECAY_EXAMPLES)),
+        "the learning rate differs from step 2 (TF1 0.025, TF2 0.05)"),
+    "penalty_missing": (
+        dict(replica_loss=functools.partial(m.replica_loss, penalty=False)),
+        "an L2 penalty is in the TF1 loss only: the gradients of conv1/weights, res_a/weights, "
+        "res_b/weights, tower_0/logits/weights differ by 0.004 x their weights"),
+    "penalty_only_in_the_port": (
+        dict(tower_loss=functools.partial(m.tower_loss, penalty=False)),
+        "an L2 penalty is in the TF2 loss only"),
+}
+
+
+@pytest.mark.parametrize("kind", list(WRONG))
+def test_the_report_names_the_cause_of_each_wrong_slim_port(kind):
+  changes, cause = WRONG[kind]
+  report = porting.compare(m.port(2, **changes), m.batches(2), replicas=2, steps=3)
+  assert not report.equal
+  named = [h for h in report.hints if cause in h]
+  assert named, report.hints
+  others = [h for h in report.hints if h not in named and not h.startswith(ROUNDING_CAUSE)]
+  assert not others, others
+
+
+def _towers_of(tower_loss, batch=8):
+  """The kit's TF1 side of `tower_loss` on two CPU devices."""
+  from porting import devices, tf1_towers  # pylint: disable=g-import-not-at-top
+  example = (np.zeros((batch, m.SIZE, m.SIZE, 3), np.float32), np.zeros([batch], np.int32))
+  port = m.port(2, tower_loss=tower_loss)
+  chosen = devices.replica_devices(2)
+  return tf1_towers.Towers(port, chosen, example, devices.session_config(chosen))
+
+
+def test_a_tower_that_makes_other_tf_variables_than_tower_0_is_one_line():
+  calls = []
+
+  def tower_loss(images, labels):
+    calls.append(1)
+    extra = [tf.Variable(tf.ones([2]), name=f"extra{i}") for i in range(len(calls))]
+    logits = tf.reduce_mean(images, [1, 2, 3])[:, None] * tf.reduce_sum(extra[0])
+    return tf.reduce_mean(logits + tf.cast(labels, tf.float32)[:, None])
+
+  with pytest.raises(porting.PortError) as raised:
+    _towers_of(tower_loss)
+  assert str(raised.value) == ("tower 1 makes more tf.Variables than tower 0 (1): tower_loss "
+                               "must build the same weights each call")
+
+
+def test_the_towers_read_a_static_batch_and_refuse_a_batch_of_another_size():
+  sizes = []
+
+  def tower_loss(images, labels):
+    sizes.append(images.get_shape().as_list()[0])
+    return m.tower_loss(images, labels)
+
+  port = m.port(2, tower_loss=tower_loss)
+  batches = m.batches(2, steps=2)
+  batches[1] = tuple(part[:4] for part in batches[1])
+  with pytest.raises(porting.PortError) as raised:
+    porting.compare(port, batches, replicas=2, steps=2)
+  assert sizes == [4, 4]  # each tower's slice of 8, as TF1 code read it
+  assert str(raised.value).startswith(
+      "step 1's batch is [4, 8, 8, 3] and [4], step 0's [8, 8, 8, 3] and [8]: the TF1 towers "
+      "are built for one global batch shape")
+
+
+def test_tf_slim_missing_is_one_line_naming_the_package(monkeypatch):
+  monkeypatch.setitem(sys.modules, "tf_slim", None)  # an import of it raises ImportError
+  with pytest.raises(porting.PortError) as raised:
+    tf1_layers.slim()
+  assert str(raised.value) == ("the TF1 code uses tf.contrib.slim / tf.contrib.layers, which "
+                               "TensorFlow 2 has as the tf_slim package: pip install tf-slim")
