@@ -1,7 +1,8 @@
 """The porting kit's command line: compare a port, or convert its checkpoints.
 
   python -m porting compare --port=tests.bn_momentum_port:port \
-      --batches=tests.bn_momentum_port:batches --replicas=2 --steps=3
+      --batches=tests.bn_momentum_port:batches --replicas=2 --steps=3 \
+      [--start_from=/runs/tf1/model.ckpt-30000]
   python -m porting tf1_to_tf2 --port=... --batches=... TF1_CHECKPOINT TF2_PREFIX
   python -m porting tf2_to_tf1 --port=... --batches=... TF2_CHECKPOINT TF1_PREFIX
 
@@ -34,6 +35,8 @@ def define_flags(fv):
   flags.DEFINE_integer("replicas", 2, "Towers and replicas (GPUs, or logical CPU devices).",
                        flag_values=fv)
   flags.DEFINE_integer("steps", 3, "Steps to compare.", flag_values=fv)
+  flags.DEFINE_string("start_from", None, "compare: a TF1 checkpoint both sides start from "
+                      "(weights, optimizer slots and the global step).", flag_values=fv)
   flags.DEFINE_float("tolerance", 0.0, "Largest max relative difference per variable that "
                      "still counts as equal (0: the same bits).", flag_values=fv)
 
@@ -75,7 +78,7 @@ def main(values, args):
     batches = _load(values.batches, "batches")(values.replicas if command == "compare" else 1)
     if command == "compare":
       report = porting.compare(port, batches, replicas=values.replicas, steps=values.steps,
-                               tolerance=values.tolerance)
+                               tolerance=values.tolerance, start_from=values.start_from)
       print(report.text())
       if not report.equal:
         raise cli.Exit(1)

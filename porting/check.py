@@ -5,6 +5,7 @@ import dataclasses
 
 from porting.errors import PortError
 from porting import devices as replica_devices
+from porting import checkpoints
 from porting import diagnosis
 from porting import hyperparameters
 from porting import layer_settings
@@ -53,6 +54,9 @@ class Report:
   def text(self):
     title = (f"TF1 {self.replicas} tower(s) vs TF2 {self.replicas} replica(s), "
              f"{len(self.tf1.steps)} step(s)")
+    if "start" in self.tf1.facts:
+      path, step = self.tf1.facts["start"]
+      title += f" from {path} (global step {step})"
     if self.left_out:
       title += f"; not compared (variable_map): {', '.join(self.left_out)}"
     verdict = "EQUAL" if self.equal else "NOT EQUAL"
@@ -62,7 +66,7 @@ class Report:
     return f"{head}\n{where}{body}\n{verdict}"
 
 
-def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0):
+def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0, start_from=None):
   """Runs `port`'s TF1 towers and TF2 replicas from the same weights on the same global
   batches for `steps` steps; returns the Report.
 
@@ -70,6 +74,9 @@ def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0):
     batch), or a function step -> that.
   tolerance: the largest max relative difference per variable that still counts as equal;
     0 (the default) asks for the same bits.
+  start_from: a TF1 checkpoint (the team's Saver's) both sides start from, its weights,
+    optimizer slots and step, so that the schedule is where the run was; None: the TF2
+    model's initial weights, at step 0.
   Raises PortError for a port it cannot compare (variables left unmatched, no gradient,
   optimizers' hyper-parameters or layers' settings that differ: porting.layer_settings).
   """
@@ -86,8 +93,13 @@ def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0):
                     "alike in tf2_optimizer (or tf1_optimizer) before comparing")
   try:
     pairs = matching.match(towers.variables(), tf2.variables(), port.variable_map)
-    start = tf2.values()
-    towers.assign({a: start[b] for a, b in pairs})
+    if start_from is None:
+      start = tf2.values()
+      towers.assign({a: start[b] for a, b in pairs})
+    else:
+      first_step = checkpoints.load_tf1(start_from, towers, tf2, pairs,
+                                        checkpoints.slot_pairs(towers, tf2, pairs))
+      start = tf2.values()
     differ = layer_settings.mismatches(towers.settings(), tf2.settings(first), pairs)
     if differ:
       raise PortError(f"the layers' settings differ: {'; '.join(differ)}; set them alike on "
@@ -112,6 +124,8 @@ def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0):
   finally:
     towers.close()
   where = machine.describe()
+  if start_from is not None:
+    trace1.facts["start"] = trace2.facts["start"] = (start_from, first_step)
   hints = diagnosis.causes(pairs, trace1, trace2, table, tolerance, replicas, optimizers,
                            port.gradient_reduction, onednn=where.onednn)
   return Report(pairs, table, trace1, trace2, tolerance, hints, replicas, where)

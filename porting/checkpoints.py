@@ -40,22 +40,57 @@ class _Sides:
                                     tf.compat.v1.ConfigProto(allow_soft_placement=True))
     self.pairs = matching.match(self.towers.variables(), self.tf2.variables(),
                                 port.variable_map)
-    optimizers = (self.towers.optimizer_class, type(self.tf2.optimizer).__name__)
-    to2 = dict(self.pairs)
-    self.slots = []  # (TF1 slot name, TF2 slot variable, factor or None)
-    for (name, kind), slot_name in self.towers.slot_names().items():
-      if name not in to2:  # left out by the variable map
-        continue
-      kind2, factor = report.slot_convention(optimizers, kind)
-      other = self.tf2.slots.get((to2[name], kind2))
-      if other is None:
-        raise PortError(f"the TF1 slot {slot_name} ({kind} of {name}) has no TF2 "
-                        f"counterpart: the Keras optimizer keeps no {kind2!r} slot for "
-                        f"{to2[name]}")
-      self.slots.append((slot_name, other, factor))
+    self.slots = slot_pairs(self.towers, self.tf2, self.pairs)
 
   def close(self):
     self.towers.close()
+
+
+def slot_pairs(towers, tf2, pairs):
+  """[(TF1 slot name, TF2 slot variable, factor or None)] of the paired variables' slots."""
+  optimizers = (towers.optimizer_class, type(tf2.optimizer).__name__)
+  to2 = dict(pairs)
+  slots = []
+  for (name, kind), slot_name in towers.slot_names().items():
+    if name not in to2:  # left out by the variable map
+      continue
+    kind2, factor = report.slot_convention(optimizers, kind)
+    other = tf2.slots.get((to2[name], kind2))
+    if other is None:
+      raise PortError(f"the TF1 slot {slot_name} ({kind} of {name}) has no TF2 "
+                      f"counterpart: the Keras optimizer keeps no {kind2!r} slot for "
+                      f"{to2[name]}")
+    slots.append((slot_name, other, factor))
+  return slots
+
+
+def load_tf1(path, towers, tf2, pairs, slots):
+  """Sets both sides from the TF1 checkpoint at `path` (the team's Saver's): the TF1 side's
+  model variables, slots, global step and Adam's beta powers as they are; the TF2 side's
+  paired variables, its slots in Keras's convention at the rate of the checkpoint's step, and
+  its step count. Returns the step."""
+  step_name = towers.global_step.op.name
+  names = [a for a, _ in pairs] + [s for s, _, _ in slots]
+  held = _held(path)
+  values = _read_tf1(path, names + [step_name if step_name in held or not
+                                    towers.beta_powers else "beta2_power"])
+  if step_name not in values:  # an Adam run without a global step: the step is in beta2_power
+    values[step_name] = _steps_of(values.pop("beta2_power"), towers.beta_powers["beta2_power"],
+                                  path)
+  values.update(_read_tf1(path, [n for n in towers.beta_powers if n in held]))
+  towers.assign(values)  # for the rate of the checkpoint's step (its decay schedule)
+  lr = np.float32(towers.rate())
+  by_name = {tf2_replicas.variable_name(v): v for v in tf2.all}
+  for a, b in pairs:
+    by_name[b].assign(values[a].astype(_dtype(by_name[b])))
+  for slot_name, slot, factor in slots:
+    value = values[slot_name].astype(np.float32)
+    slot.assign((factor(lr) * value if factor else value).astype(_dtype(slot)))
+  tf2.optimizer.iterations.assign(int(values[step_name]))
+  kept = _non_slots(tf2.optimizer)  # porting.TF1Adam's beta powers: TF1's, as they are
+  for name, value in _read_tf1(path, list(kept)).items():
+    kept[name].assign(value.astype(np.float32))
+  return int(values[step_name])
 
 
 def _read_tf1(path, names):
@@ -76,27 +111,8 @@ def tf1_to_tf2(port, tf1_checkpoint, tf2_prefix, example):
   `tf2_prefix`; returns the path written."""
   sides = _Sides(port, example)
   try:
-    towers, tf2 = sides.towers, sides.tf2
-    step_name = towers.global_step.op.name
-    names = [a for a, _ in sides.pairs] + [s for s, _, _ in sides.slots]
-    held = _held(tf1_checkpoint)
-    values = _read_tf1(tf1_checkpoint, names + [step_name if step_name in held or not
-                                                towers.beta_powers else "beta2_power"])
-    if step_name not in values:  # an Adam run without a global step: the step is in beta2_power
-      values[step_name] = _steps_of(values.pop("beta2_power"), towers.beta_powers["beta2_power"],
-                                    tf1_checkpoint)
-    towers.assign(values)  # for the rate of the checkpoint's step (its decay schedule)
-    lr = np.float32(towers.rate())
-    by_name = {tf2_replicas.variable_name(v): v for v in tf2.all}
-    for a, b in sides.pairs:
-      by_name[b].assign(values[a].astype(_dtype(by_name[b])))
-    for slot_name, slot, factor in sides.slots:
-      value = values[slot_name].astype(np.float32)
-      slot.assign((factor(lr) * value if factor else value).astype(_dtype(slot)))
-    tf2.optimizer.iterations.assign(int(values[step_name]))
-    kept = _non_slots(tf2.optimizer)  # porting.TF1Adam's beta powers: TF1's, as they are
-    for name, value in _read_tf1(tf1_checkpoint, list(kept)).items():
-      kept[name].assign(value.astype(np.float32))
+    tf2 = sides.tf2
+    load_tf1(tf1_checkpoint, sides.towers, tf2, sides.pairs, sides.slots)
     checkpoint = tf.train.Checkpoint(model=tf2.model, optimizer=tf2.optimizer)
     path = checkpoint.write(tf2_prefix)
     conversion_checks.read_back(checkpoint, path, _targets(sides))
