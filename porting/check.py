@@ -3,6 +3,8 @@ report. See the package docstring for a call."""
 
 import dataclasses
 
+import tensorflow as tf
+
 from porting.errors import PortError
 from porting import devices as replica_devices
 from porting import checkpoints
@@ -105,6 +107,8 @@ def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0, start_from=Non
       raise PortError(f"the layers' settings differ: {'; '.join(differ)}; set them alike on "
                       "both sides before comparing")
     trace1, trace2 = towers.trace(), tf2.trace()
+    # Both sides ran under these (replica_devices.session_config hands them to the Session).
+    trace1.facts["graph_rewrites"] = tf.config.optimizer.get_experimental_options()
     optimizers = (towers.optimizer_class, type(tf2.optimizer).__name__)
     factor = replicas if port.gradient_reduction == "sum" else 1
     table = []

@@ -9,6 +9,7 @@ mantissas on Ampere and newer, and a comparison to the bit would see that noise.
 """
 
 import tensorflow as tf
+from tensorflow.core.protobuf import rewriter_config_pb2
 
 from porting.errors import PortError
 
@@ -51,7 +52,28 @@ def strategy(devices):
 
 
 def session_config(devices):
-  """The TF1 Session's ConfigProto: N CPU devices for N CPU towers, else the GPUs."""
+  """The TF1 Session's ConfigProto: N CPU devices for N CPU towers, else the GPUs; the graph
+  optimizer's options the process set (`graph_rewrites`)."""
   if all(d.startswith("/cpu") for d in devices):
-    return v1.ConfigProto(device_count={"CPU": len(devices), "GPU": 0})
-  return v1.ConfigProto(allow_soft_placement=True)
+    config = v1.ConfigProto(device_count={"CPU": len(devices), "GPU": 0})
+  else:
+    config = v1.ConfigProto(allow_soft_placement=True)
+  config.graph_options.rewrite_options.CopyFrom(graph_rewrites())
+  return config
+
+
+def graph_rewrites():
+  """The RewriterConfig of `tf.config.optimizer.set_experimental_options` (grappler's passes
+  switched on or off): TF2 functions, the port's step among them, run under the process's
+  options, and a Session under its own ConfigProto only, so a pass a team switches off (to
+  see whether its rewrite is a difference's cause) is switched off on both sides."""
+  rewrites = rewriter_config_pb2.RewriterConfig()
+  for name, value in tf.config.optimizer.get_experimental_options().items():
+    field = rewrites.DESCRIPTOR.fields_by_name.get(name)
+    if field is None:
+      continue
+    if field.enum_type is not None:  # a Toggle: DEFAULT (unset), ON, OFF
+      value = rewriter_config_pb2.RewriterConfig.ON if value else (
+          rewriter_config_pb2.RewriterConfig.OFF)
+    setattr(rewrites, name, value)
+  return rewrites

@@ -150,6 +150,16 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="s
                    "gates them (GATE_OP) and never fuses; add the port's convolution bias with "
                    "porting.gated_bias_add, or compare both sides with "
                    "TF_ENABLE_ONEDNN_OPTS=0")
+    forward = [r for r in bad if r.kind in ("loss", "outputs") and r.step <= s]
+    if (tf1.facts.get("graph_rewrites", {}).get("arithmetic_optimization") is False and
+        not forward and all(r.diff.max_abs <= ROUNDING * largest for r in at)):
+      hints.append(f"gradients differ by rounding from step {s} with the same forward pass "
+                   f"({', '.join(r.tf1 for r in at)}): a tensor used more than once (a "
+                   "residual connection, batch norm's input) gets its gradient terms summed "
+                   "in one order by TF1's tf.gradients and in another by the tape; grappler's "
+                   "arithmetic optimizer, on by default, rewrites both sums alike and is off "
+                   "here (tf.config.optimizer.set_experimental_options): with it on, the same "
+                   "bits")
   if n & (n - 1) and reduction == "sum" and not scaled and all(
       r.diff.max_rel <= ROUNDING for r in bad):
     hints.append(f"N = {n} is not a power of two: a replica's loss, divided by the global "
