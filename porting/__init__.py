@@ -15,7 +15,8 @@
   trace       what one side did in each step (losses, outputs, gradients, weights, slots)
   report      the rows and the text
   diffs       max absolute and relative difference, and ULPs
-  diagnosis   the known causes of a difference, named where the numbers fit
+  diagnosis   the known causes of a difference, named where the numbers fit (random_causes:
+              draws not shared; penalties: an L2 penalty written into one side's loss only)
   hyperparameters  the two optimizers' settings, compared before a step runs
   layer_settings  the layers' (dropout rates, batch norm's epsilon, statistics and momentum,
               regularization), read from both sides' graphs and compared before a step runs

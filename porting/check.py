@@ -13,6 +13,7 @@ from porting import hyperparameters
 from porting import layer_settings
 from porting import machine
 from porting import matching
+from porting import penalties
 from porting import report
 from porting import spec
 from porting import tf1_towers
@@ -119,7 +120,7 @@ def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0, start_from=Non
       # gradients), so memory stays that of one step of both sides, at any number of steps.
       table += report.step_rows(s, a, b, pairs, trace1, optimizers, factor)
       if s == 0:  # the starting weights fit a penalty written by hand, then go
-        trace1.facts["penalty"] = diagnosis.penalty_fit(pairs, trace1.trainable, a, b, start)
+        trace1.facts["penalty"] = penalties.fit(pairs, trace1.trainable, a, b, start)
         del start
       trace1.steps.append(_kept(a, s))
       trace2.steps.append(_kept(b, s))

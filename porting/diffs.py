@@ -32,6 +32,11 @@ class Diff:
     return self.max_rel <= tolerance
 
 
+def flat(value):
+  """`value` as a flat float32 array (what the diagnosis's dot products read)."""
+  return np.ravel(np.asarray(value, np.float32))
+
+
 def _ordered(x):
   """The float's bits as integers that order like the floats (so neighbours differ by 1)."""
   ints = x.view(_INT[x.dtype]).astype(np.int64)

@@ -200,6 +200,17 @@ def test_the_report_names_the_cause_of_each_wrong_port(kind):
   assert not others, others
 
 
+def test_a_cause_is_named_only_where_the_numbers_fit_it():
+  """A fused TF1 batch norm beside a loss scaled by the replica's batch: the gradients are 1.0
+  apart, which no fused kernel's rounding makes; only the scale is named (before: the fused
+  batch norm too, a false cause)."""
+  fused = functools.partial(m.tower_loss, fused=True)
+  report = porting.compare(m.port(tower_loss=fused, replica_loss=_per_replica_batch),
+                           m.batches(2), replicas=2, steps=2)
+  assert [h.split(":")[0] for h in report.hints] == [
+      "every gradient is 2 x the towers' average (N = 2)"], report.hints
+
+
 def test_the_kit_knows_nothing_of_this_project():
   # A team's CI installs it for its own model: no CIFAR-10, no trainer, no run plumbing.
   ours = ("cifar10", "strategies", "compat_v1", "harness", "equivalence", "examples",

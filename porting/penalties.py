@@ -1,0 +1,42 @@
+"""An L2 penalty written into one side's loss by hand (not through a regularization
+collection, whose gradient the TF1 side reports): step 0's gradients then differ by c x the
+starting weights, with one c for every penalized variable. `fit` reduces step 0 to three dot
+products a variable (the starting weights are not kept past it); `causes` names the penalty
+where every differing gradient fits."""
+
+import numpy as np
+
+from porting.diffs import flat
+
+
+def fit(pairs, trainable, tf1_step, tf2_step, start):
+  """{TF1 name: (d.w, w.w, d.d)} of step 0's gradient difference d = TF1 - TF2 against the
+  starting weights w (`start`, by TF2 name), for each trainable variable whose gradients
+  differ: an L2 penalty written into one side's loss only (not through a collection, whose
+  gradient the TF1 side reports) makes d = c w."""
+  to2 = dict(pairs)
+  fits = {}
+  for k in trainable:
+    if k not in to2:
+      continue
+    d = flat(tf1_step.gradients[k]) - flat(tf2_step.gradients[to2[k]])
+    if np.any(d):
+      w = flat(start[to2[k]])
+      fits[k] = (float(np.dot(d, w)), float(np.dot(w, w)), float(np.dot(d, d)))
+  return fits
+
+
+def causes(fits):
+  """The hint where every differing gradient is c x its starting weight, one c for all."""
+  cs = {}
+  for name, (dw, ww, dd) in fits.items():
+    if ww == 0 or dd - dw * dw / ww > 0.05 * 0.05 * dd:
+      return []
+    cs[name] = dw / ww
+  c = np.median(list(cs.values()))
+  if not cs or any(abs(x - c) > 0.05 * abs(c) for x in cs.values()):
+    return []
+  side, other = ("TF1", "TF2") if c > 0 else ("TF2", "TF1")
+  return [f"an L2 penalty is in the {side} loss only: the gradients of {', '.join(cs)} differ "
+          f"by {abs(c):.3g} x their weights, all that differs at step 0 (a penalty "
+          f"{abs(c):.3g} x tf.nn.l2_loss(w) added by hand); add it to the {other} loss"]
