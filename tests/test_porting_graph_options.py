@@ -37,6 +37,7 @@ def test_the_unset_options_leave_the_session_at_tensorflows_defaults():
   assert rewrites.arithmetic_optimization == rewriter_config_pb2.RewriterConfig.DEFAULT
 
 
+@pytest.mark.slow  # the Session's options are held in the fast tier above
 def test_the_arithmetic_optimizer_off_on_both_sides_leaves_the_forward_pass_alike(
     arithmetic_off):
   report = porting.compare(m.port(2), m.batches(2), replicas=2, steps=1)

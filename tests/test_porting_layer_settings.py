@@ -88,6 +88,7 @@ def test_a_dropout_missing_on_one_side_names_each_sides_count():
   assert "dropout: TF1 1 (drop1 0.4), TF2 0 (none)" in line, line
 
 
+@pytest.mark.slow  # two whole comparisons; the refusals above hold each reader
 def test_the_settings_read_from_the_faithful_ports_are_the_models_own():
   """Both sides of both test models read as written: nothing refused, every value right."""
   found = {}

@@ -73,6 +73,7 @@ def test_a_comparison_from_the_teams_checkpoint_starts_where_its_run_was(tmp_pat
   assert f"from {prefix} (global step 29999)" in report.text().splitlines()[0]
 
 
+@pytest.mark.slow  # the fast tier keeps the faithful port's bits
 def test_a_boundary_off_by_one_step_is_named_where_it_is(tmp_path):
   batches = m.batches(2, steps=5, seed=3)
   prefix = os.path.join(str(tmp_path), "model.ckpt-29999")
@@ -84,6 +85,7 @@ def test_a_boundary_off_by_one_step_is_named_where_it_is(tmp_path):
              for h in report.hints), report.hints
 
 
+@pytest.mark.slow  # the fast tier keeps the faithful port's bits
 def test_the_command_line_starts_from_a_checkpoint_and_refuses_a_foreign_one(tmp_path,
                                                                             capsys):
   prefix = os.path.join(str(tmp_path), "model.ckpt-29999")

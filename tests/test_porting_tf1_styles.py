@@ -21,7 +21,7 @@ MOVING = ("moving_mean", "moving_variance")
 ROUNDING_CAUSE = "moving statistics differ by rounding"
 
 
-@pytest.mark.parametrize("replicas", [1, 2])
+@pytest.mark.parametrize("replicas", [pytest.param(1, marks=pytest.mark.slow), 2])
 def test_the_slim_style_port_is_the_same_bits_but_for_the_moving_statistics(replicas):
   report = porting.compare(m.port(replicas), m.batches(replicas), replicas=replicas, steps=4)
   # One tf.Variable each, shared by the towers (before: one per tower, trained apart).
@@ -55,6 +55,7 @@ WRONG = {
 }
 
 
+@pytest.mark.slow  # the fast tier keeps the faithful port's bits
 @pytest.mark.parametrize("kind", list(WRONG))
 def test_the_report_names_the_cause_of_each_wrong_slim_port(kind):
   changes, cause = WRONG[kind]
