@@ -34,6 +34,7 @@
   tf1_layers  tf.compat.v1.layers under Keras 3 (tf_keras), routed while the towers build;
               slim(): tf_slim, for tf.contrib-era code
   tf1_variables  tf.Variable weights in tower code, shared by the towers as get_variable's
+  record      the TF1 side recorded where its TensorFlow runs, replayed where the port's does
   errors      PortError: one line, no traceback, from the command line
 
 Nothing here knows CIFAR-10; MIGRATION.md ("Port your own model") walks through a second

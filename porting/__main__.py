@@ -3,6 +3,8 @@
   python -m porting compare --port=tests.bn_momentum_port:port \
       --batches=tests.bn_momentum_port:batches --replicas=2 --steps=3 \
       [--start_from=/runs/tf1/model.ckpt-30000]
+  python -m porting record --port=... --batches=... --replicas=2 --steps=3 RECORD_DIR
+  python -m porting compare --port=... --record=RECORD_DIR [--steps=3]
   python -m porting tf1_to_tf2 --port=... --batches=... TF1_CHECKPOINT TF2_PREFIX
   python -m porting tf2_to_tf1 --port=... --batches=... TF2_CHECKPOINT TF1_PREFIX
 
@@ -23,7 +25,7 @@ from absl import flags
 from cifar10.errors import UsageError
 from harness import cli
 
-COMMANDS = ("compare", "tf1_to_tf2", "tf2_to_tf1")
+COMMANDS = ("compare", "record", "tf1_to_tf2", "tf2_to_tf1")
 
 
 def define_flags(fv):
@@ -37,6 +39,8 @@ def define_flags(fv):
   flags.DEFINE_integer("steps", 3, "Steps to compare.", flag_values=fv)
   flags.DEFINE_string("start_from", None, "compare: a TF1 checkpoint both sides start from "
                       "(weights, optimizer slots and the global step).", flag_values=fv)
+  flags.DEFINE_string("record", None, "compare: a folder `record` wrote (the TF1 side run "
+                      "elsewhere); its batches and replicas are used.", flag_values=fv)
   flags.DEFINE_float("tolerance", 0.0, "Largest max relative difference per variable that "
                      "still counts as equal (0: the same bits).", flag_values=fv)
 
@@ -65,7 +69,9 @@ def main(values, args):
       raise UsageError(f"--{name} must be a positive integer, got {getattr(values, name)}")
   if values.tolerance < 0:
     raise UsageError(f"--tolerance must be >= 0, got {values.tolerance}")
-  if command != "compare" and len(paths) != 2:
+  if command == "record" and len(paths) != 1:
+    raise UsageError("record takes one path: the folder to record the TF1 side in")
+  if command in ("tf1_to_tf2", "tf2_to_tf1") and len(paths) != 2:
     raise UsageError(f"{command} takes two paths: the checkpoint to read and the one to write")
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   import porting  # pylint: disable=g-import-not-at-top  # imports TensorFlow
@@ -75,10 +81,21 @@ def main(values, args):
     port = port if isinstance(port, porting.Port) else port()
     if not isinstance(port, porting.Port):
       raise UsageError(f"--port={values.port} is not a porting.Port")
-    batches = _load(values.batches, "batches")(values.replicas if command == "compare" else 1)
+    if command == "compare" and values.record:
+      batches = None  # the record's
+    else:
+      batches = _load(values.batches, "batches")(
+          values.replicas if command in ("compare", "record") else 1)
+    if command == "record":
+      from porting import record  # pylint: disable=g-import-not-at-top
+      written = record.write(port, batches, paths[0], replicas=values.replicas,
+                             steps=values.steps)
+      print(f"wrote {written}")
+      return
     if command == "compare":
       report = porting.compare(port, batches, replicas=values.replicas, steps=values.steps,
-                               tolerance=values.tolerance, start_from=values.start_from)
+                               tolerance=values.tolerance, start_from=values.start_from,
+                               record=values.record)
       print(report.text())
       if not report.equal:
         raise cli.Exit(1)

@@ -14,6 +14,7 @@ from porting import layer_settings
 from porting import machine
 from porting import matching
 from porting import penalties
+from porting import record as tf1_record
 from porting import report
 from porting import spec
 from porting import tf1_towers
@@ -64,12 +65,15 @@ class Report:
       title += f"; not compared (variable_map): {', '.join(self.left_out)}"
     verdict = "EQUAL" if self.equal else "NOT EQUAL"
     where = f"  machine: {self.machine.line()}\n" if self.machine else ""
+    if "recorded" in self.tf1.facts:
+      where += f"  TF1 side recorded on: {self.tf1.facts['recorded']}\n"
     text = report.text(self.rows, self.tolerance, self.learning_rates, self.hints, title)
     head, _, body = text.partition("\n")
     return f"{head}\n{where}{body}\n{verdict}"
 
 
-def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0, start_from=None):
+def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_from=None,
+            record=None):
   """Runs `port`'s TF1 towers and TF2 replicas from the same weights on the same global
   batches for `steps` steps; returns the Report.
 
@@ -80,15 +84,26 @@ def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0, start_from=Non
   start_from: a TF1 checkpoint (the team's Saver's) both sides start from, its weights,
     optimizer slots and step, so that the schedule is where the run was; None: the TF2
     model's initial weights, at step 0.
+  record: a folder porting.record.write filled (the TF1 side run elsewhere, another
+    TensorFlow perhaps): its towers are replayed, and the TF2 side starts from its weights
+    and takes its batches (`batches` and `replicas` are the record's).
   Raises PortError for a port it cannot compare (variables left unmatched, no gradient,
   optimizers' hyper-parameters or layers' settings that differ: porting.layer_settings).
   """
   spec.Port.__post_init__(port)
-  batch = spec.batch_source(batches, steps)
+  if record is not None:
+    if start_from is not None:
+      raise PortError("give start_from or record, not both: a record starts where it was "
+                      "recorded")
+    recorded = tf1_record.Recorded(record)
+    replicas, batch = recorded.replicas, recorded.batch
+  else:
+    batch = spec.batch_source(batches, steps)
   devices = replica_devices.replica_devices(replicas)
   tf2 = tf2_replicas.Replicas(port, replica_devices.strategy(devices))
-  first = _checked(batch(0), 0, replicas)
-  towers = tf1_towers.Towers(port, devices, first, replica_devices.session_config(devices))
+  first = spec.checked_batch(batch(0), 0, replicas)
+  towers = recorded if record is not None else tf1_towers.Towers(
+      port, devices, first, replica_devices.session_config(devices))
   differ = hyperparameters.mismatches(towers.optimizer, tf2.optimizer)
   if differ:
     towers.close()
@@ -96,7 +111,11 @@ def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0, start_from=Non
                     "alike in tf2_optimizer (or tf1_optimizer) before comparing")
   try:
     pairs = matching.match(towers.variables(), tf2.variables(), port.variable_map)
-    if start_from is None:
+    if record is not None:  # the TF2 side starts where the recorded towers started
+      start = towers.start()
+      tf2.assign({b: start[a] for a, b in pairs})
+      start = tf2.values()
+    elif start_from is None:
       start = tf2.values()
       towers.assign({a: start[b] for a, b in pairs})
     else:
@@ -114,7 +133,7 @@ def compare(port, batches, *, replicas=2, steps=3, tolerance=0.0, start_from=Non
     factor = replicas if port.gradient_reduction == "sum" else 1
     table = []
     for s in range(steps):
-      images, labels = first if s == 0 else _checked(batch(s), s, replicas)
+      images, labels = first if s == 0 else spec.checked_batch(batch(s), s, replicas)
       a, b = towers.step(images, labels), tf2.step(images, labels)
       # Streamed: the step's rows now, then only what the diagnosis reads is kept (step 0's
       # gradients), so memory stays that of one step of both sides, at any number of steps.
@@ -143,13 +162,3 @@ def _kept(step, number):
   return dataclasses.replace(step, gradients=step.gradients if first else {}, weights={},
                              slots={}, averages={},
                              regularization=step.regularization if first else {})
-
-
-def _checked(batch, step, replicas):
-  """`batch` if it is (images, labels) of one global batch that splits into `replicas`
-  equal slices; else a PortError (TensorFlow's own error would come from deep in a step)."""
-  if len(batch) != 2 or len(batch[0]) != len(batch[1]) or len(batch[0]) % replicas:
-    raise PortError(f"the batch of step {step} must be (images, labels) of one global batch "
-                    f"that splits into {replicas} equal slices; got {len(batch)} part(s) of "
-                    f"{[len(part) for part in batch]} rows")
-  return batch

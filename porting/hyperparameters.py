@@ -35,6 +35,11 @@ KERAS_ONLY = {"clipnorm": None, "clipvalue": None, "global_clipnorm": None, "use
               "weight_decay": None, "amsgrad": False}
 
 
+def tf1_attributes(tf1_class):
+  """The TF1 optimizer's attributes compared for `tf1_class` (what a record keeps of it)."""
+  return list(PAIRS.get(tf1_class, (None, {}))[1])
+
+
 def _differ(a, b):
   if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
     return a != b

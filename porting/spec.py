@@ -102,3 +102,13 @@ def batch_source(batches, steps):
   if len(batches) < steps:
     raise PortError(f"{steps} steps need {steps} batches, got {len(batches)}")
   return lambda step: batches[step]
+
+
+def checked_batch(batch, step, replicas):
+  """`batch` if it is (images, labels) of one global batch that splits into `replicas`
+  equal slices; else a PortError (TensorFlow's own error would come from deep in a step)."""
+  if len(batch) != 2 or len(batch[0]) != len(batch[1]) or len(batch[0]) % replicas:
+    raise PortError(f"the batch of step {step} must be (images, labels) of one global batch "
+                    f"that splits into {replicas} equal slices; got {len(batch)} part(s) of "
+                    f"{[len(part) for part in batch]} rows")
+  return batch

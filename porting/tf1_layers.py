@@ -68,8 +68,8 @@ def slim():
   """tf_slim, the public successor of tf.contrib.slim and tf.contrib.layers (`slim.conv2d`,
   `slim.batch_norm`, `slim.l2_regularizer`, ...), for TF1 code of the contrib era. Its layers
   are TensorFlow's tensorflow.python.layers, which load tf_keras's legacy layers by a module
-  path tf_keras 2.21 no longer has (tf_keras.legacy_tf_layers, now under tf_keras.src): that
-  path is pointed at them first. A PortError naming the package where one is missing."""
+  path (tf_keras.legacy_tf_layers) that tf_keras keeps under tf_keras.src: the path is pointed
+  at them first. A PortError naming the package where one is missing."""
   try:
     importlib.import_module(_LEGACY)
   except ImportError:
@@ -77,12 +77,14 @@ def slim():
       for suffix in _LEGACY_MODULES:
         sys.modules[_LEGACY + suffix] = importlib.import_module(_LEGACY_AT + suffix)
     except ImportError:
-      raise PortError("the TF1 code's tf.contrib-era layers (tf_slim) are tf.compat.v1.layers, "
-                      f"which TensorFlow {tf.__version__} with Keras 3 implements only in the "
-                      f"tf_keras package: {_install_hint()}") from None
+      pass  # no tf_keras: tf_slim's import says so, below
   try:
     return importlib.import_module("tf_slim")
-  except ImportError:
+  except ImportError as e:
+    if "tf_keras" in str(e):
+      raise PortError("the TF1 code's tf.contrib-era layers (tf_slim) are tf.compat.v1.layers, "
+                      f"which TensorFlow {tf.__version__} implements in the tf_keras package: "
+                      f"{_install_hint()}") from None
     raise PortError("the TF1 code uses tf.contrib.slim / tf.contrib.layers, which TensorFlow "
                     "2 has as the tf_slim package: pip install tf-slim") from None
 

@@ -78,7 +78,7 @@ def test_the_command_line_compares_and_converts(tmp_path, capsys):
 @pytest.mark.parametrize("args, expected", [
     (("compare",), "--port must be module:attribute"),
     (("--port=tests.nothing_here:port", "compare"), "cannot import tests.nothing_here"),
-    ((*PORT, "convert"), "give a command: compare, tf1_to_tf2, tf2_to_tf1"),
+    ((*PORT, "convert"), "give a command: compare, record, tf1_to_tf2, tf2_to_tf1"),
     ((*PORT, "--replicas=0", "compare"), "--replicas must be a positive integer"),
     ((*PORT, "tf1_to_tf2", "/nonexistent/model.ckpt"), "takes two paths"),
     ((*PORT, "tf1_to_tf2", "/nonexistent/model.ckpt", "/tmp/x"),

@@ -1,0 +1,184 @@
+"""The TF1 side recorded where it runs, compared where the port runs.
+
+Much TF1 code runs only on an older TensorFlow (Keras 2, `tf.estimator`, `tf.contrib`, gone
+in 2.16+), while its port needs a new one. `write` runs the team's towers there, from their
+own initial weights, and records what `compare` reads of a TF1 side: the variables, the
+starting weights, the batches, and for every step the towers' losses and outputs, the
+averaged gradients, the weights, slots and moving averages after it, the learning rate, with
+the optimizer's hyper-parameters, the layers' settings and the graph's facts. `Recorded`
+replays it as the TF1 side of a comparison, which starts the TF2 side from the recorded
+weights and feeds it the recorded batches.
+
+  python -m porting record --port=team.port:PORT --batches=team.port:batches RECORD_DIR
+  python -m porting compare --port=team.port:PORT --record=RECORD_DIR
+
+A record folder: `record.json` (written last: a folder without it is no record), `start.npz`
+and `step-<s>.npz`, every file through tf.io.gfile (any filesystem TensorFlow knows).
+"""
+
+import io
+import json
+import posixpath
+import zipfile
+
+import numpy as np
+import tensorflow as tf
+
+from porting import devices as replica_devices
+from porting import hyperparameters
+from porting import layer_settings
+from porting import machine
+from porting import spec
+from porting import tf1_towers
+from porting.errors import PortError
+from porting.trace import Step
+from porting.trace import Trace
+
+FORMAT = 1
+HEADER = "record.json"
+
+
+def _save(path, arrays):
+  buffer = io.BytesIO()
+  np.savez(buffer, **arrays)
+  with tf.io.gfile.GFile(path, "wb") as f:
+    f.write(buffer.getvalue())
+
+
+def _load(path):
+  try:
+    with tf.io.gfile.GFile(path, "rb") as f:
+      return dict(np.load(io.BytesIO(f.read())))
+  except (tf.errors.OpError, OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+    raise PortError(f"cannot read the record's {path}: {str(e).splitlines()[0]}") from None
+
+
+def _prefixed(prefix, values):
+  return {f"{prefix}/{k}": np.asarray(v) for k, v in values.items()}
+
+
+def _unprefixed(prefix, arrays):
+  return {k[len(prefix) + 1:]: v for k, v in arrays.items() if k.startswith(prefix + "/")}
+
+
+def write(port, batches, path, *, replicas=2, steps=3):
+  """Runs `port`'s TF1 towers for `steps` steps from their own initial weights and records
+  them at `path` (a new or empty folder); returns the path of its record.json."""
+  spec.Port.__post_init__(port)
+  if tf.io.gfile.exists(path) and tf.io.gfile.listdir(path):
+    raise PortError(f"the record folder {path} is not empty: give a new one")
+  batch = spec.batch_source(batches, steps)
+  devices = replica_devices.replica_devices(replicas)
+  first = spec.checked_batch(batch(0), 0, replicas)
+  towers = tf1_towers.Towers(port, devices, first, replica_devices.session_config(devices))
+  try:
+    tf.io.gfile.makedirs(path)
+    values = towers.values()
+    settings = towers.settings()
+    _save(posixpath.join(path, "start.npz"), {
+        **_prefixed("weight", {n: values[n] for n, _ in towers.variables()}),
+        **_prefixed("regularization", settings.regularization or {})})
+    rates = []
+    for s in range(steps):
+      images, labels = first if s == 0 else spec.checked_batch(batch(s), s, replicas)
+      step = towers.step(images, labels)
+      rates.append(step.learning_rate)
+      _save(posixpath.join(path, f"step-{s}.npz"), {
+          "images": images, "labels": labels,
+          **_prefixed("loss", dict(enumerate(step.losses))),
+          **_prefixed("outputs", {i: o for i, o in enumerate(step.outputs) if o is not None}),
+          **_prefixed("gradient", step.gradients), **_prefixed("weight", dict(step.weights)),
+          **_prefixed("slot", {f"{v}:{kind}": x for (v, kind), x in step.slots.items()}),
+          **_prefixed("average", step.averages),
+          **_prefixed("regularization", step.regularization or {})})
+    header = {
+        "format": FORMAT, "replicas": replicas, "steps": steps, "learning_rates": rates,
+        "variables": towers.variables(), "trainable": towers.trainable,
+        "optimizer_class": towers.optimizer_class,
+        "optimizer": {name: getattr(towers.optimizer, name)
+                      for name in hyperparameters.tf1_attributes(towers.optimizer_class)
+                      if isinstance(getattr(towers.optimizer, name, None), (bool, int, float))},
+        "slot_kinds": sorted({kind for _, kind in towers.slots}),
+        "facts": towers.facts, "machine": machine.describe().line(),
+        "settings": {"dropout": settings.dropout, "moving": settings.moving,
+                     "batch_norm": [vars(b) for b in settings.batch_norm],
+                     "regularized": settings.regularization is not None}}
+    with tf.io.gfile.GFile(posixpath.join(path, HEADER), "w") as f:
+      f.write(json.dumps(header, indent=1))
+    return posixpath.join(path, HEADER)
+  finally:
+    towers.close()
+
+
+class Recorded:
+  """A record folder as the TF1 side of compare(): Towers' interface, replayed."""
+
+  def __init__(self, path):
+    self.path = path
+    header_path = posixpath.join(path, HEADER)
+    if not tf.io.gfile.exists(header_path):
+      raise PortError(f"{path} holds no record ({HEADER} is missing: written last, so the "
+                      "recording did not finish)")
+    with tf.io.gfile.GFile(header_path) as f:
+      try:
+        self.header = header = json.loads(f.read())
+      except ValueError as e:
+        raise PortError(f"the record's {header_path} is damaged ({e})") from None
+    if header.get("format") != FORMAT:
+      raise PortError(f"the record {path} is of format {header.get('format')!r}; this kit "
+                      f"reads format {FORMAT}")
+    self.replicas, self.steps = header["replicas"], header["steps"]
+    self.trainable = header["trainable"]
+    self.optimizer_class = header["optimizer_class"]
+    # What hyperparameters.mismatches reads of a TF1 optimizer: its class name, attributes.
+    self.optimizer = type(self.optimizer_class, (), dict(header["optimizer"]))()
+    self.slot_kinds = header["slot_kinds"]
+    self.machine = header["machine"]
+    self.steps_run = 0
+
+  def variables(self):
+    return [(n, tuple(shape)) for n, shape in self.header["variables"]]
+
+  def start(self):
+    """{TF1 name: value} of the recorded starting weights."""
+    return _unprefixed("weight", _load(posixpath.join(self.path, "start.npz")))
+
+  def batch(self, step):
+    if step >= self.steps:
+      raise PortError(f"the record {self.path} holds {self.steps} step(s); compare at most "
+                      "that many")
+    arrays = _load(posixpath.join(self.path, f"step-{step}.npz"))
+    return arrays["images"], arrays["labels"]
+
+  def settings(self):
+    recorded = self.header["settings"]
+    regularization = (_unprefixed("regularization", _load(
+        posixpath.join(self.path, "start.npz"))) if recorded["regularized"] else None)
+    return layer_settings.Settings(
+        [tuple(d) for d in recorded["dropout"]],
+        [layer_settings.BatchNorm(**b) for b in recorded["batch_norm"]],
+        recorded["moving"], regularization)
+
+  def trace(self):
+    facts = dict(self.header["facts"])
+    facts["random_draws"] = {int(i): [(kind, tuple(shape) if shape is not None else None)
+                                      for kind, shape in draws]
+                             for i, draws in facts.get("random_draws", {}).items()}
+    facts["recorded"] = self.machine
+    return Trace(self.variables(), self.trainable, facts=facts)
+
+  def step(self, images, labels):
+    del images, labels  # the recorded batch of this step (batch()) is what was fed
+    arrays = _load(posixpath.join(self.path, f"step-{self.steps_run}.npz"))
+    rate = self.header["learning_rates"][self.steps_run]
+    self.steps_run += 1
+    slots = {tuple(k.rsplit(":", 1)): v for k, v in _unprefixed("slot", arrays).items()}
+    losses = _unprefixed("loss", arrays)
+    outputs = _unprefixed("outputs", arrays)
+    return Step([losses[str(i)] for i in range(len(losses))],
+                [outputs.get(str(i)) for i in range(len(losses))],
+                _unprefixed("gradient", arrays), rate, _unprefixed("weight", arrays), slots,
+                _unprefixed("regularization", arrays), _unprefixed("average", arrays))
+
+  def close(self):
+    pass
