@@ -71,6 +71,11 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="s
     return []
   to2 = dict(pairs)
   hints = []
+  # A cause is read where its signature first shows, the first two steps that differ: later
+  # steps of a real model diverge for reasons of their own (a max-pool tie that flips turns
+  # 8 ULPs into 1e-2), and must not unname it.
+  start = min(r.step for r in bad) if bad else 0
+  early = [r for r in bad if r.step <= start + 1]
   first1, first2 = tf1.steps[0], tf2.steps[0]
   names = [n for n in tf1.trainable if n in to2]
   g1 = [first1.gradients[k] for k in names]
@@ -136,10 +141,12 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="s
                  "tower, one after another; each TF2 replica updates its own copy from its "
                  "own batch, and its checkpoint saves replica 0's (the TF1 equivalent is the "
                  "first tower's UPDATE_OPS)")
-  elif moving and all(r.diff.max_rel <= ROUNDING for r in moving) and min(
-      r.step for r in moving) <= min(r.step for r in bad):
+  elif moving and all(r.diff.max_rel <= ROUNDING for r in moving if r in early) and min(
+      r.step for r in moving) <= start:
     hints.append("moving statistics differ by rounding: TF1's batch norm updates them as "
-                 "v - (v - x)(1 - m), Keras 3's as v m + x (1 - m)")
+                 "v - (v - x)(1 - m), Keras 3's as v m + x (1 - m)" +
+                 (f" (read at steps {start}-{start + 1}; later steps differ more)" if any(
+                     r.diff.max_rel > ROUNDING for r in bad if r not in early) else ""))
   first_grads = [r for r in bad if r.kind == "gradient"]
   if first_grads:
     s = min(r.step for r in first_grads)
@@ -169,13 +176,13 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="s
                    "here (tf.config.optimizer.set_experimental_options): with it on, the same "
                    "bits")
   if n & (n - 1) and reduction == "sum" and not scaled and all(
-      r.diff.max_rel <= ROUNDING for r in bad):
+      r.diff.max_rel <= ROUNDING for r in early):
     hints.append(f"N = {n} is not a power of two: a replica's loss, divided by the global "
                  f"batch N x B (and its share of the regularization by N) and summed over the "
                  "replicas, rounds differently from each tower's mean over B averaged over "
-                 "N; only a power of two divides without rounding (every difference here is "
-                 "of rounding size). gradient_reduction='mean', with each replica's loss the "
-                 "tower's own, does the towers' divisions")
+                 "N; only a power of two divides without rounding (every difference of the "
+                 "first two steps that differ is of rounding size). gradient_reduction='mean', "
+                 "with each replica's loss the tower's own, does the towers' divisions")
   averages = [r for r in bad if r.kind == "average"]
   if averages:
     s = min(r.step for r in averages)
@@ -204,8 +211,9 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="s
     trainable = {to2[k] for k in names}
     weights = [r for r in bad if r.kind in ("weight", "slot") and r.tf2.split(":")[0] in
                trainable]
-    if weights and min(r.step for r in weights) >= 1 and all(
-        r.diff.max_rel <= ROUNDING for r in weights):
+    first_weight = min(r.step for r in weights) if weights else 0
+    if weights and first_weight >= 1 and all(
+        r.diff.max_rel <= ROUNDING for r in weights if r.step <= first_weight + 1):
       hints.append("momentum: MomentumOptimizer keeps accum = m accum + g and steps "
                    "-lr accum, Keras SGD keeps v = m v - lr g and steps +v; the same update, "
                    "rounded differently from the second step on (and a different one "
