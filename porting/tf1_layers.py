@@ -119,8 +119,14 @@ def routed():
 
 def translated(error):
   """The PortError for TensorFlow's Keras 3 stub's AttributeError ("`conv2d` is not available
-  with Keras 3"), or None for any other error."""
+  with Keras 3") or for tf.contrib, gone from TensorFlow 2; None for any other error."""
   text = str(error)
+  if isinstance(error, AttributeError) and text.endswith("has no attribute 'contrib'"):
+    return PortError("the TF1 code calls tf.contrib, which TensorFlow 2 does not have: its "
+                     "slim and layers are the tf_slim package (slim = "
+                     "porting.tf1_layers.slim(); pip install tf-slim), the rest has TF2 "
+                     "forms (MIGRATION.md); or record the towers where their TensorFlow runs "
+                     "(python -m porting record)")
   if isinstance(error, AttributeError) and "is not available with Keras 3" in text:
     name = text.split("`")[1] if "`" in text else "a layer"
     return PortError(f"the TF1 code calls tf.compat.v1.layers.{name}, which TensorFlow "

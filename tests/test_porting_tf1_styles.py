@@ -115,3 +115,18 @@ def test_tf_slim_missing_is_one_line_naming_the_package(monkeypatch):
     tf1_layers.slim()
   assert str(raised.value) == ("the TF1 code uses tf.contrib.slim / tf.contrib.layers, which "
                                "TensorFlow 2 has as the tf_slim package: pip install tf-slim")
+
+
+def test_tower_code_that_calls_tf_contrib_is_one_line_naming_its_successor():
+  def tower_loss(images, labels):
+    del labels
+    weights = v1.get_variable("w", [3, m.CLASSES],
+                              initializer=v1.contrib.layers.xavier_initializer())
+    return tf.reduce_mean(tf.matmul(tf.reduce_mean(images, [1, 2]), weights))
+
+  with pytest.raises(porting.PortError) as raised:
+    _towers_of(tower_loss)
+  assert str(raised.value).startswith(
+      "the TF1 code calls tf.contrib, which TensorFlow 2 does not have: its slim and layers "
+      "are the tf_slim package (slim = porting.tf1_layers.slim(); pip install tf-slim)")
+
