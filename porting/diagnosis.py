@@ -134,17 +134,20 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="s
     hints.append("TF1's batch norm is fused (FusedBatchNorm: its own rounding, and "
                  "moving_variance updated with the unbiased variance n/(n-1)); Keras 3's "
                  "BatchNormalization is not fused and uses the biased variance: pass "
-                 "fused=False on the TF1 side to compare the same computation")
+                 "fused=False on the TF1 side to compare the same computation (here step "
+                 f"0's forward pass and gradients up to {_worst(table, 0):.2g} relative apart, "
+                 f"the moving statistics up to {_worst(moving):.2g})")
   elif moving and n > 1 and tf1.facts.get("update_ops") == "all_towers" and any(
       r.diff.max_rel > ROUNDING for r in moving):
     hints.append("batch-norm moving statistics: the TF1 train op runs the UPDATE_OPS of every "
                  "tower, one after another; each TF2 replica updates its own copy from its "
                  "own batch, and its checkpoint saves replica 0's (the TF1 equivalent is the "
-                 "first tower's UPDATE_OPS)")
+                 f"first tower's UPDATE_OPS): up to {_worst(moving):.2g} relative apart")
   elif moving and all(r.diff.max_rel <= ROUNDING for r in moving if r in early) and min(
       r.step for r in moving) <= start:
     hints.append("moving statistics differ by rounding: TF1's batch norm updates them as "
-                 "v - (v - x)(1 - m), Keras 3's as v m + x (1 - m)" +
+                 "v - (v - x)(1 - m), Keras 3's as v m + x (1 - m), up to "
+                 f"{_worst([r for r in moving if r in early]):.2g} relative" +
                  (f" (read at steps {start}-{start + 1}; later steps differ more)" if any(
                      r.diff.max_rel > ROUNDING for r in bad if r not in early) else ""))
   first_grads = [r for r in bad if r.kind == "gradient"]
@@ -164,7 +167,7 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="s
                    "sums the bias gradient in another order, where TF1's compute_gradients "
                    "gates them (GATE_OP) and never fuses; add the port's convolution bias with "
                    "porting.gated_bias_add, or compare both sides with "
-                   "TF_ENABLE_ONEDNN_OPTS=0")
+                   f"TF_ENABLE_ONEDNN_OPTS=0 (up to {_worst(at):.2g} relative here)")
     forward = [r for r in bad if r.kind in ("loss", "outputs") and r.step <= s]
     if (tf1.facts.get("graph_rewrites", {}).get("arithmetic_optimization") is False and
         not forward and all(r.diff.max_abs <= ROUNDING * largest for r in at)):
@@ -174,7 +177,7 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="s
                    "in one order by TF1's tf.gradients and in another by the tape; grappler's "
                    "arithmetic optimizer, on by default, rewrites both sums alike and is off "
                    "here (tf.config.optimizer.set_experimental_options): with it on, the same "
-                   "bits")
+                   f"bits (up to {_worst(at):.2g} relative here)")
   if n & (n - 1) and reduction == "sum" and not scaled and all(
       r.diff.max_rel <= ROUNDING for r in early):
     hints.append(f"N = {n} is not a power of two: a replica's loss, divided by the global "
@@ -182,7 +185,8 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="s
                  "replicas, rounds differently from each tower's mean over B averaged over "
                  "N; only a power of two divides without rounding (every difference of the "
                  "first two steps that differ is of rounding size). gradient_reduction='mean', "
-                 "with each replica's loss the tower's own, does the towers' divisions")
+                 "with each replica's loss the tower's own, does the towers' divisions (up to "
+                 f"{_worst(early):.2g} relative here)")
   averages = [r for r in bad if r.kind == "average"]
   if averages:
     s = min(r.step for r in averages)
@@ -191,7 +195,8 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="s
                    "EMA reads the weights (and the step) at another point of the step; TF1 "
                    f"applies it {tf1.facts.get('ema_order', 'after_update').replace('_', ' ')}"
                    " (ema_order), TF2 after the optimizer's update; the original tutorial's "
-                   "grouped train op read them before, in most of its runs")
+                   "grouped train op read them before, in most of its runs (up to "
+                   f"{_worst(averages):.2g} relative apart)")
   if optimizers == ("AdamOptimizer", "Adam"):
     # Read per variable: a slot whose own gradient is the same bits at step 0 (another
     # variable's differing gradient, a conv bias's, does not hide it).
@@ -217,7 +222,9 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="s
       hints.append("momentum: MomentumOptimizer keeps accum = m accum + g and steps "
                    "-lr accum, Keras SGD keeps v = m v - lr g and steps +v; the same update, "
                    "rounded differently from the second step on (and a different one "
-                   "whenever the rate changes: v is -lr x accum only at a constant rate)")
+                   "whenever the rate changes: v is -lr x accum only at a constant rate), up "
+                   f"to {_worst([r for r in weights if r.step <= first_weight + 1]):.2g} "
+                   "relative")
   hints = random_causes.causes(bad, tf1.facts, tf2.facts) + hints
   if bad and not hints:
     first = min(bad, key=lambda r: (r.step, r.kind != "loss"))
@@ -226,6 +233,14 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="s
                  "relative); compare fewer steps, one tower, or TF_ENABLE_ONEDNN_OPTS=0 on "
                  "both sides to narrow it")
   return hints
+
+
+def _worst(rows, step=None):
+  """The largest max relative difference of `rows` (of step `step`, of the step-0 forward
+  pass and gradients where given): the measured size a hint states."""
+  if step is not None:
+    rows = [r for r in rows if r.step == step and r.kind in ("loss", "outputs", "gradient")]
+  return max((r.diff.max_rel for r in rows), default=0.0)
 
 
 def _adam_powers(bad, table):

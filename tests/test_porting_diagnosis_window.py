@@ -33,7 +33,8 @@ def test_moving_statistics_rounding_stays_named_when_a_later_step_diverges():
   table.append(Row(5, "weight", "bn/moving_mean", "bn/moving_mean", DIVERGED))
   assert _causes(table) == [
       "moving statistics differ by rounding: TF1's batch norm updates them as v - (v - x)(1 - "
-      "m), Keras 3's as v m + x (1 - m) (read at steps 0-1; later steps differ more)"]
+      "m), Keras 3's as v m + x (1 - m), up to 6e-08 relative (read at steps 0-1; later steps "
+      "differ more)"]
   # Where the first steps that differ are not rounding, it is not named.
   table[1] = Row(1, "weight", "bn/moving_mean", "bn/moving_mean", DIVERGED)
   assert not [h for h in _causes(table) if h.startswith("moving statistics")]
