@@ -11,6 +11,8 @@
 import dataclasses
 from typing import Callable, Optional
 
+import tensorflow as tf
+
 from porting.errors import PortError
 
 UPDATE_OPS = ("first_tower", "all_towers")
@@ -85,13 +87,21 @@ class Port:
 
 
 def loss_and_outputs(result):
-  """(loss, outputs or None) of what a tower_loss / replica_loss returned."""
+  """(loss, outputs or None) of what a tower_loss / replica_loss returned; a PortError where
+  the loss is not a floating-point tensor (a None, a Python number, labels' ints), which
+  TensorFlow's gradients would answer deep inside with a TypeError."""
+  loss, outputs = result, None
   if isinstance(result, (tuple, list)):
     if len(result) != 2:
       raise PortError(f"a loss function returned {len(result)} values; return the loss, or "
                       "(loss, outputs)")
-    return result[0], result[1]
-  return result, None
+    loss, outputs = result
+  if not tf.is_tensor(loss) or not loss.dtype.is_floating:
+    what = (f"a {loss.dtype.name} tensor" if tf.is_tensor(loss) else
+            f"{type(loss).__name__} {loss!r}"[:80])
+    raise PortError(f"a loss function returned {what} as its loss; return the loss as a "
+                    "floating-point tensor computed from the weights (or (loss, outputs))")
+  return loss, outputs
 
 
 def batch_source(batches, steps):

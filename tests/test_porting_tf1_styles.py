@@ -130,3 +130,17 @@ def test_tower_code_that_calls_tf_contrib_is_one_line_naming_its_successor():
       "the TF1 code calls tf.contrib, which TensorFlow 2 does not have: its slim and layers "
       "are the tf_slim package (slim = porting.tf1_layers.slim(); pip install tf-slim)")
 
+
+
+@pytest.mark.parametrize("returned, what", [
+    (None, "NoneType None"), (0.5, "float 0.5"), ("labels", "a int32 tensor")])
+def test_a_tower_whose_loss_is_not_a_float_tensor_is_one_line(returned, what):
+  def tower_loss(images, labels):
+    v1.get_variable("w", [2])
+    return labels if returned == "labels" else returned
+
+  with pytest.raises(porting.PortError) as raised:
+    _towers_of(tower_loss)
+  assert str(raised.value) == (f"a loss function returned {what} as its loss; return the loss "
+                               "as a floating-point tensor computed from the weights (or "
+                               "(loss, outputs))")
