@@ -72,7 +72,8 @@ def match(tf1, tf2, explicit=None):
     raise PortError(
         "variables left unmatched (give the port a variable_map, TF1 name -> TF2 name): "
         f"TF1 {', '.join(f'{n} {list(tf1_shapes[n])}' for n in left1) or 'none'}; "
-        f"TF2 {', '.join(f'{n} {list(tf2_shapes[n])}' for n in left2) or 'none'}")
+        f"TF2 {', '.join(f'{n} {list(tf2_shapes[n])}' for n in left2) or 'none'}"
+        + _batch_norm_setting(left1, left2))
   return [(a, pairs[a]) for a in tf1_shapes]
 
 
@@ -89,3 +90,23 @@ def _by_name(tf1_shapes, tf2_shapes, pairs):
         pairs[a] = found[0]
         taken.add(found[0])
         break
+
+
+# A batch norm's scale and offset variables, by the names tf.layers, tf_slim and Keras give.
+_SCALE, _CENTER = ("gamma", "scale"), ("beta", "offset")
+
+
+def _batch_norm_setting(left1, left2):
+  """Where what is left on one side only is a batch norm's gamma or beta: the setting that
+  makes it (scale, center), which a variable map cannot pair."""
+  def kinds(names):
+    last = {n.rsplit("/", 1)[-1] for n in names}
+    return [k for k, words in (("scale", _SCALE), ("center", _CENTER)) if last & set(words)]
+  one_sided = [(side, kind) for side, names, other in (("TF1", left1, left2),
+                                                       ("TF2", left2, left1))
+               for kind in kinds(names) if kind not in kinds(other)]
+  if not one_sided:
+    return ""
+  said = ", ".join(f"{kind}=True on the {side} side only" for side, kind in one_sided)
+  return (f" (a batch norm with {said}: tf.layers' and Keras's BatchNormalization default to "
+          "scale=True and center=True, tf_slim's batch_norm to scale=False; set them alike)")

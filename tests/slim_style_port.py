@@ -69,13 +69,14 @@ def tf1_optimizer(global_step, global_batch):
 class Net(keras.Model):
   """The Keras 3 port: the same layers, created in the TF1 order."""
 
-  def __init__(self):
+  def __init__(self, scale=False):
+    """scale=True: Keras's default, a gamma the TF1 side (tf_slim's scale=False) lacks."""
     super().__init__(name="net")
     conv = lambda name, seed: keras.layers.Conv2D(
         FILTERS, 3, padding="same", use_bias=False, name=name,
         kernel_initializer=keras.initializers.GlorotUniform(seed))
     bn = lambda name: keras.layers.BatchNormalization(momentum=BN_DECAY, epsilon=1e-3,
-                                                      scale=False, name=name)
+                                                      scale=scale, name=name)
     # Attributes in the TF1 order: a Keras model lists its weights in attribute order.
     self.conv1, self.conv1_bn = conv("conv1", 1), bn("conv1_bn")
     self.res_a, self.res_a_bn = conv("res_a", 2), bn("res_a_bn")

@@ -144,3 +144,14 @@ def test_a_tower_whose_loss_is_not_a_float_tensor_is_one_line(returned, what):
   assert str(raised.value) == (f"a loss function returned {what} as its loss; return the loss "
                                "as a floating-point tensor computed from the weights (or "
                                "(loss, outputs))")
+
+
+def test_a_batch_norm_scaled_on_one_side_only_is_named_by_its_setting():
+  port = m.port(2, build_model=functools.partial(m.Net, scale=True))
+  with pytest.raises(porting.PortError) as raised:
+    porting.compare(port, m.batches(2), replicas=2, steps=1)
+  line = str(raised.value)
+  assert line.startswith("variables left unmatched") and "net/conv1_bn/gamma [6]" in line
+  assert line.endswith("(a batch norm with scale=True on the TF2 side only: tf.layers' and "
+                       "Keras's BatchNormalization default to scale=True and center=True, "
+                       "tf_slim's batch_norm to scale=False; set them alike)"), line
