@@ -26,6 +26,9 @@ from cifar10.errors import UsageError
 from harness import cli
 
 COMMANDS = ("compare", "record", "tf1_to_tf2", "tf2_to_tf1")
+# porting.devices.MAX_REPLICAS, read here before TensorFlow is imported (a test holds them equal).
+MAX_REPLICAS = 64
+MAX_STEPS = 100_000  # a comparison's steps: each is a step of both sides, read variable by variable
 
 
 def define_flags(fv):
@@ -64,11 +67,12 @@ def main(values, args):
   if not args or args[0] not in COMMANDS:
     raise UsageError(f"give a command: {', '.join(COMMANDS)}")
   command, paths = args[0], args[1:]
-  for name in ("replicas", "steps"):
-    if getattr(values, name) < 1:
-      raise UsageError(f"--{name} must be a positive integer, got {getattr(values, name)}")
-  if values.tolerance < 0:
-    raise UsageError(f"--tolerance must be >= 0, got {values.tolerance}")
+  for name, most in (("replicas", MAX_REPLICAS), ("steps", MAX_STEPS)):
+    if not 1 <= getattr(values, name) <= most:
+      raise UsageError(f"--{name} must be an integer from 1 to {most}, got "
+                       f"{getattr(values, name)}")
+  if not 0 <= values.tolerance < float("inf"):  # NaN fails this too
+    raise UsageError(f"--tolerance must be a finite number >= 0, got {values.tolerance}")
   if command == "record" and len(paths) != 1:
     raise UsageError("record takes one path: the folder to record the TF1 side in")
   if command in ("tf1_to_tf2", "tf2_to_tf1") and len(paths) != 2:
@@ -107,6 +111,9 @@ def main(values, args):
     raise UsageError(str(e)) from None
   except (UsageError, cli.Exit):
     raise
+  except SystemExit as e:  # the team's module or tower code exited: there is no verdict
+    raise UsageError(_where(e, f"exited (sys.exit({e.code!r}))") + "; no comparison ran "
+                     "to its end") from None
   except Exception as e:  # pylint: disable=broad-except  # the team's own code failed
     raise UsageError(_where(e)) from None
 
@@ -115,7 +122,7 @@ _LIBRARIES = tuple(os.sep + p + os.sep for p in ("tensorflow", "keras", "tf_kera
                                                     "absl"))
 
 
-def _where(error):
+def _where(error, did=None):
   """One line for an exception the port's own code raised: what, and the innermost line of
   the team's code (outside TensorFlow, Keras and this kit). Inside a tf.function, autograph
   puts the original frames into the message ('in user code: File "...", line N ...')."""
@@ -128,6 +135,8 @@ def _where(error):
   lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
   message = lines[-1][:300] if lines else ""
   name = type(error).__name__
+  if did is not None:
+    return f"the port {did}{at}"
   if message.startswith(name + ": ") or re.match(r"\w+Error: ", message):
     name, message = message.split(": ", 1)
   return f"the port raised {name}{at}: {message}"

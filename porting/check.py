@@ -91,6 +91,8 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
   optimizers' hyper-parameters or layers' settings that differ: porting.layer_settings).
   """
   spec.Port.__post_init__(port)
+  if not 0 <= tolerance < float("inf"):  # NaN fails this too
+    raise PortError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
   if record is not None:
     if start_from is not None:
       raise PortError("give start_from or record, not both: a record starts where it was "

@@ -16,10 +16,13 @@ from porting.errors import PortError
 v1 = tf.compat.v1
 
 
+MAX_REPLICAS = 64  # as the trainers' logical CPU replicas: more takes minutes to build
+
+
 def replica_devices(n):
   """['/gpu:0', ...] or ['/cpu:0', ...]: n devices, one per tower and replica."""
-  if n < 1:
-    raise PortError(f"replicas must be a positive integer, got {n}")
+  if not 1 <= n <= MAX_REPLICAS:
+    raise PortError(f"replicas must be an integer from 1 to {MAX_REPLICAS}, got {n}")
   gpus = tf.config.list_physical_devices("GPU")
   if gpus:
     if len(gpus) < n:

@@ -226,6 +226,13 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="s
                    f"to {_worst([r for r in weights if r.step <= first_weight + 1]):.2g} "
                    "relative")
   hints = random_causes.causes(bad, tf1.facts, tf2.facts) + hints
+  nonfinite = [r for r in bad if r.diff.nonfinite]
+  if nonfinite:
+    first = min(nonfinite, key=lambda r: r.step)
+    hints.insert(0, f"not finite: {len(nonfinite)} row(s) hold NaN or Inf, the first at step "
+                 f"{first.step}, {first.kind} of {first.tf1}; values that are not finite "
+                 "compare as nothing (NaN against NaN is no equality): find where the first "
+                 "comes from, tf.debugging.enable_check_numerics() on both sides")
   if bad and not hints:
     first = min(bad, key=lambda r: (r.step, r.kind != "loss"))
     hints.append(f"not explained: no known cause fits (the first difference, step "

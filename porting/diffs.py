@@ -17,15 +17,18 @@ class Diff:
   """max_abs: max |a - b|; max_rel: max_abs / max |a| (the scale of a's largest entry, so
   entries near zero do not blow it up); ulps: the largest distance in representable floats
   (None for non-float arrays); shape_mismatch: the shapes differ (nothing else is
-  meaningful)."""
+  meaningful); nonfinite: either side holds a NaN or an infinity (the numbers above compare
+  them as equal where both sides hold the same one)."""
   max_abs: float
   max_rel: float
   ulps: object
   shape_mismatch: bool = False
+  nonfinite: bool = False
 
   def within(self, tolerance):
-    """Equal up to `tolerance` (a max_rel bound; 0: the same bits, NaNs compared as equal)."""
-    if self.shape_mismatch:
+    """Equal up to `tolerance` (a max_rel bound; 0: the same bits). Never where a value is
+    not finite: two NaNs of the same bits prove nothing about a port."""
+    if self.shape_mismatch or self.nonfinite:
       return False
     if tolerance == 0:
       return self.max_abs == 0 and (self.ulps in (None, 0))
@@ -52,7 +55,15 @@ BLOCK = 1 << 20
 def diff(a, b):
   """The Diff of `b` against the reference `a`."""
   with np.errstate(invalid="ignore"):  # inf - inf: equal infinities, handled below
-    return _diff(a, b)
+    found = _diff(a, b)
+  if found.shape_mismatch or not _inexact(a) or (
+      np.isfinite(a).all() and np.isfinite(b).all()):
+    return found
+  return dataclasses.replace(found, nonfinite=True)
+
+
+def _inexact(a):
+  return np.issubdtype(np.asarray(a).dtype, np.inexact)
 
 
 def _diff(a, b):

@@ -105,7 +105,8 @@ def summary(table, tolerance):
     ulps = (None if worst.ulps is None or r.diff.ulps is None
             else max(worst.ulps, r.diff.ulps))
     worst = diffs.Diff(max(worst.max_abs, r.diff.max_abs), max(worst.max_rel, r.diff.max_rel),
-                       ulps, worst.shape_mismatch or r.diff.shape_mismatch)
+                       ulps, worst.shape_mismatch or r.diff.shape_mismatch,
+                       worst.nonfinite or r.diff.nonfinite)
     if first is None and not r.diff.within(tolerance):
       first = r.step
     out[key] = (worst, first, r.tf2)
@@ -122,7 +123,7 @@ def text(table, tolerance, learning_rates, hints, title):
     ulps = "-" if worst.ulps is None else str(worst.ulps)
     lines.append(f"  {kind:<8} {tf1:<36} {tf2:<36} {worst.max_abs:>10.3g} "
                  f"{worst.max_rel:>9.3g} {ulps:>6}  {'-' if first is None else first:>5}  "
-                 f"{'ok' if first is None else 'DIFFERS'}")
+                 f"{_verdict(worst, first)}")
   tf1_rates, tf2_rates = learning_rates
   lines.append(f"  learning rate per step: TF1 {tf1_rates}")
   lines.append(f"                          TF2 {tf2_rates}  "
@@ -133,3 +134,9 @@ def text(table, tolerance, learning_rates, hints, title):
                  f"(max |diff| {first.diff.max_abs:.3g}, {first.diff.ulps} ULPs)")
   lines += [f"  cause: {h}" for h in hints]
   return "\n".join(lines)
+
+
+def _verdict(worst, first):
+  if first is None:
+    return "ok"
+  return "NON-FINITE" if worst.nonfinite else "DIFFERS"

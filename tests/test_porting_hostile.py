@@ -1,0 +1,96 @@
+"""The porting kit against hostile and careless input (issue 36's kit items): a comparison of
+values that are not finite is never EQUAL, a tolerance that is no number is refused, the
+replica and step counts are bounded as the trainers' are, and a port that exits is a failure
+with no verdict. Before: NaN on both sides was EQUAL, exit 0, with no word; --tolerance=nan
+was taken; --replicas=1000 never ended; sys.exit(0) in the team's module exited 0, which a CI
+job reads as "equal"."""
+
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import porting
+from porting import devices
+from porting import diffs
+from tests import bn_momentum_port as m
+from tests import helpers
+
+pytestmark = pytest.mark.filterwarnings("ignore:`tf.layers.")
+PORT = ("--port=tests.bn_momentum_port:port", "--batches=tests.bn_momentum_port:batches")
+
+
+def test_values_that_are_not_finite_are_never_equal():
+  nan = np.array([np.nan, 1.0], np.float32)
+  found = diffs.diff(nan, nan.copy())
+  assert (found.max_abs, found.ulps, found.nonfinite) == (0.0, 0, True)
+  assert not found.within(0) and not found.within(1.0)
+  inf = np.array([np.inf, 1.0], np.float32)
+  assert diffs.diff(inf, inf.copy()).nonfinite
+  assert not diffs.diff(np.ones(3, np.float32), np.ones(3, np.float32)).nonfinite
+  assert not diffs.diff(np.arange(3), np.arange(3)).nonfinite  # integers: always finite
+
+
+def _nan_loss(images, labels):
+  loss, logits = m.tower_loss(images, labels)
+  return loss * np.float32(np.nan), logits
+
+
+def _nan_replica_loss(model, images, labels, global_batch_size):
+  loss, logits = m.replica_loss(model, images, labels, global_batch_size)
+  return loss * np.float32(np.nan), logits
+
+
+def test_a_port_whose_both_sides_go_nan_is_not_equal_and_says_so():
+  report = porting.compare(m.port(tower_loss=_nan_loss, replica_loss=_nan_replica_loss),
+                           m.batches(2), replicas=2, steps=1)
+  assert not report.equal
+  assert report.hints[0].startswith("not finite: ") and "the first at step 0, loss of tower_0" \
+      in report.hints[0], report.hints
+  assert "NON-FINITE" in report.text() and report.text().endswith("NOT EQUAL")
+
+
+@pytest.mark.parametrize("tolerance", [math.nan, math.inf, -1e-6])
+def test_a_tolerance_that_is_no_bound_is_refused(tolerance):
+  with pytest.raises(porting.PortError) as raised:
+    porting.compare(m.port(), m.batches(2), replicas=2, steps=1, tolerance=tolerance)
+  assert str(raised.value) == f"tolerance must be a finite number >= 0, got {tolerance!r}"
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("--tolerance=nan",), "--tolerance must be a finite number >= 0, got nan"),
+    (("--tolerance=inf",), "--tolerance must be a finite number >= 0, got inf"),
+    (("--replicas=65",), "--replicas must be an integer from 1 to 64, got 65"),
+    (("--replicas=1000",), "--replicas must be an integer from 1 to 64, got 1000"),
+    (("--steps=100001",), "--steps must be an integer from 1 to 100000, got 100001"),
+    (("--steps=0",), "--steps must be an integer from 1 to 100000, got 0"),
+])
+def test_out_of_range_numbers_are_one_line_before_tensorflow_runs(args, expected):
+  result = helpers.call("porting.__main__", *PORT, *args, "compare")
+  helpers.check_one_line(result, expected)
+
+
+def test_the_command_lines_replica_bound_is_the_kits():
+  from porting import __main__ as command_line  # pylint: disable=g-import-not-at-top
+  assert command_line.MAX_REPLICAS == devices.MAX_REPLICAS
+  with pytest.raises(porting.PortError):
+    devices.replica_devices(devices.MAX_REPLICAS + 1)
+
+
+def _exits(images, labels):
+  del images, labels
+  raise SystemExit(0)
+
+
+def exiting_port():
+  return m.port(tower_loss=_exits)
+
+
+def test_a_port_that_exits_is_a_failure_with_no_verdict():
+  result = helpers.call("porting.__main__", "--port=tests.test_porting_hostile:exiting_port",
+                        "--batches=tests.bn_momentum_port:batches", "compare")
+  line = helpers.check_one_line(result, "the port exited (sys.exit(0)) at ")
+  assert "tests/test_porting_hostile.py:" in line and line.endswith(
+      "; no comparison ran to its end"), line
+  assert tf.executing_eagerly()
