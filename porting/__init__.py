@@ -21,6 +21,8 @@
   layer_settings  the layers' (dropout rates, batch norm's epsilon, statistics and momentum,
               regularization), read from both sides' graphs and compared before a step runs
   checkpoints tf1_to_tf2 / tf2_to_tf1: a port's checkpoints both ways, slots included
+  outputs     where a conversion writes: never through a planted link, never over a
+              checkpoint unless asked, never half, never into the folder's index
   conversion_checks  every converted variable read back and compared; one the checkpoint
               cannot reach (Keras layers in a plain list) named, never dropped
   devices     N GPUs, or N logical CPU devices where there are none

@@ -44,6 +44,8 @@ def define_flags(fv):
                       "(weights, optimizer slots and the global step).", flag_values=fv)
   flags.DEFINE_string("record", None, "compare: a folder `record` wrote (the TF1 side run "
                       "elsewhere); its batches and replicas are used.", flag_values=fv)
+  flags.DEFINE_bool("overwrite", False, "tf1_to_tf2, tf2_to_tf1: replace a checkpoint "
+                    "already at the prefix written.", flag_values=fv)
   flags.DEFINE_float("tolerance", 0.0, "Largest max relative difference per variable that "
                      "still counts as equal (0: the same bits).", flag_values=fv)
 
@@ -106,7 +108,7 @@ def main(values, args):
       return
     example = batches(0) if callable(batches) else list(batches)[0]
     convert = porting.tf1_to_tf2 if command == "tf1_to_tf2" else porting.tf2_to_tf1
-    print(f"wrote {convert(port, paths[0], paths[1], example)}")
+    print(f"wrote {convert(port, paths[0], paths[1], example, overwrite=values.overwrite)}")
   except porting.PortError as e:
     raise UsageError(str(e)) from None
   except (UsageError, cli.Exit):

@@ -8,7 +8,9 @@ TF1 -> TF2 reads a name-based checkpoint (the team's Saver's) and writes the obj
 slots (in Keras's convention, report.SLOT_CONVENTIONS: Keras SGD's velocity is -lr x
 MomentumOptimizer's accumulator, at the rate of the checkpoint's step) and its step count
 (`optimizer.iterations`, from the global step). TF2 -> TF1 writes the TF1 names back, which
-the team's own `tf.compat.v1.train.Saver` restores. Values are cast to the receiving
+the team's own `tf.compat.v1.train.Saver` restores. Either writes as porting.outputs does:
+never through a planted link, never over a checkpoint unless `overwrite`, never half, and
+never into the folder's `checkpoint` index. Values are cast to the receiving
 variable's dtype (a float32 global step, float16 weights). `example` is one (images, labels)
 batch: the TF1 graph is built from it to learn its variables. A port's moving averages (EMA
 shadows) are not converted: `tf.train.Checkpoint(model, optimizer)` has no place for them.
@@ -25,6 +27,7 @@ import tensorflow as tf
 
 from porting import conversion_checks
 from porting import matching
+from porting import outputs
 from porting import report
 from porting import tf1_towers
 from porting import tf2_replicas
@@ -106,7 +109,7 @@ def _read_tf1(path, names):
   return {n: reader.get_tensor(n) for n in names}
 
 
-def tf1_to_tf2(port, tf1_checkpoint, tf2_prefix, example):
+def tf1_to_tf2(port, tf1_checkpoint, tf2_prefix, example, overwrite=False):
   """Writes `tf1_checkpoint`'s values as the TF2 model's object-based checkpoint at
   `tf2_prefix`; returns the path written."""
   sides = _Sides(port, example)
@@ -114,14 +117,14 @@ def tf1_to_tf2(port, tf1_checkpoint, tf2_prefix, example):
     tf2 = sides.tf2
     load_tf1(tf1_checkpoint, sides.towers, tf2, sides.pairs, sides.slots)
     checkpoint = tf.train.Checkpoint(model=tf2.model, optimizer=tf2.optimizer)
-    path = checkpoint.write(tf2_prefix)
+    path = outputs.written(tf2_prefix, checkpoint.write, overwrite)
     conversion_checks.read_back(checkpoint, path, _targets(sides))
     return path
   finally:
     sides.close()
 
 
-def tf2_to_tf1(port, tf2_checkpoint, tf1_prefix, example):
+def tf2_to_tf1(port, tf2_checkpoint, tf1_prefix, example, overwrite=False):
   """Writes the TF2 checkpoint `tf2_checkpoint` (`tf.train.Checkpoint(model=...,
   optimizer=...)`) under TF1 names at `tf1_prefix`, for a tf.compat.v1.train.Saver; returns
   the path written."""
@@ -149,7 +152,7 @@ def tf2_to_tf1(port, tf2_checkpoint, tf1_prefix, example):
       value = np.asarray(slot.numpy(), np.float32)
       values[slot_name] = value / factor(lr) if factor else value
     towers.assign(values)
-    path = towers.save(tf1_prefix)
+    path = outputs.written(tf1_prefix, towers.save, overwrite)
     conversion_checks.tf1_read_back(tf.train.load_checkpoint(path), towers.values())
     return path
   finally:

@@ -160,9 +160,10 @@ class Towers:
     return float(self.sess.run(self.learning_rate))
 
   def save(self, prefix):
-    """Saves every variable under its TF1 name (no meta graph: the team builds its own)."""
+    """Saves every variable under its TF1 name (no meta graph: the team builds its own; no
+    `checkpoint` index: the folder's own latest checkpoint stays its latest)."""
     with self.graph.as_default():
-      return self.saver.save(self.sess, prefix, write_meta_graph=False)
+      return self.saver.save(self.sess, prefix, write_meta_graph=False, write_state=False)
 
   def slot_names(self):
     """{(model variable, slot kind): the slot variable's TF1 name}."""
