@@ -120,7 +120,7 @@ def read(ops, variable_of, statistics, run=lambda op: True):
 def _momentum(op, name, variable_of):
   """The momentum of a moving-average update of variable `name`, or None (another assign)."""
   value = op.inputs[1].op
-  if op.type in ("AssignSubVariableOp", "AssignSub") and value.type == "Mul":  # v -= (v - x) * decay
+  if op.type in ("AssignSubVariableOp", "AssignSub") and value.type == "Mul":  # v -= (v-x) d
     consts = [c for c in map(_const, value.inputs) if c is not None]
     return 1.0 - consts[0] if len(consts) == 1 else None
   if op.type == "AssignVariableOp" and value.type in ("Add", "AddV2"):  # v m + x (1 - m)

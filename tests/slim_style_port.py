@@ -4,9 +4,10 @@ Inception scripts, and its Keras 3 port.
 TF1 (`tower_loss`), each line a style teams used: slim.conv2d + slim.batch_norm (no scale,
 decay 0.9) through `porting.tf1_layers.slim()` (tf_slim, contrib's public successor), a
 residual block, the logits' weights made with `tf.Variable`, a reshape to the static batch size
-read from the placeholder (`images.get_shape()`), slim.dropout after it, an L2 penalty added to the loss by hand over
-`tf.trainable_variables()`, RMSPropOptimizer as Inception ran it (decay 0.9, momentum 0.9,
-epsilon 1.0) on a learning rate that decays with the examples seen (global_step x batch).
+read from the placeholder (`images.get_shape()`), slim.dropout after it, an L2 penalty added
+to the loss by hand over `tf.trainable_variables()`, RMSPropOptimizer as Inception ran it
+(decay 0.9, momentum 0.9, epsilon 1.0) on a learning rate that decays with the examples seen
+(global_step x batch).
 TF2 (`Net`): Keras layers in the same order, the penalty written out, porting.optimizers'
 TF1RMSProp on a Keras schedule counted in steps.
 """

@@ -59,8 +59,8 @@ BN_FAULTS = {
         "statistics"),
     "regularization_strength": (
         dict(build_model=functools.partial(_BnNet, regularizer=bn.WEIGHT_DECAY)),
-        "conv1/kernel, logits/kernel: regularization gradient TF2 2 x TF1's (a penalty c x tf.nn.l2_loss(w) "
-        "is keras.regularizers.L2(c / 2))"),
+        "conv1/kernel, logits/kernel: regularization gradient TF2 2 x TF1's (a penalty "
+        "c x tf.nn.l2_loss(w) is keras.regularizers.L2(c / 2))"),
     "regularized_variables": (
         dict(build_model=functools.partial(_BnNet, regularize_dense=False)),
         "logits/kernel: regularized on the TF1 side only"),
