@@ -19,7 +19,8 @@
               draws not shared; penalties: an L2 penalty written into one side's loss only)
   hyperparameters  the two optimizers' settings, compared before a step runs
   layer_settings  the layers' (dropout rates, batch norm's epsilon, statistics and momentum,
-              regularization), read from both sides' graphs and compared before a step runs
+              regularization), read from both sides' graphs; layer_mismatches compares them
+              before a step runs
   checkpoints tf1_to_tf2 / tf2_to_tf1: a port's checkpoints both ways, slots included
   outputs     where a conversion writes: never through a planted link, never over a
               checkpoint unless asked, never half, never into the folder's index

@@ -10,7 +10,7 @@ from porting import devices as replica_devices
 from porting import checkpoints
 from porting import diagnosis
 from porting import hyperparameters
-from porting import layer_settings
+from porting import layer_mismatches
 from porting import machine
 from porting import matching
 from porting import penalties
@@ -88,7 +88,7 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
     TensorFlow perhaps): its towers are replayed, and the TF2 side starts from its weights
     and takes its batches (`batches` and `replicas` are the record's).
   Raises PortError for a port it cannot compare (variables left unmatched, no gradient,
-  optimizers' hyper-parameters or layers' settings that differ: porting.layer_settings).
+  optimizers' hyper-parameters or layers' settings that differ: porting.layer_mismatches).
   """
   spec.Port.__post_init__(port)
   if not 0 <= tolerance < float("inf"):  # NaN fails this too
@@ -124,7 +124,7 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
       first_step = checkpoints.load_tf1(start_from, towers, tf2, pairs,
                                         checkpoints.slot_pairs(towers, tf2, pairs))
       start = tf2.values()
-    differ = layer_settings.mismatches(towers.settings(), tf2.settings(first), pairs)
+    differ = layer_mismatches.mismatches(towers.settings(), tf2.settings(first), pairs)
     if differ:
       raise PortError(f"the layers' settings differ: {'; '.join(differ)}; set them alike on "
                       "both sides before comparing")

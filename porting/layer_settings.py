@@ -18,7 +18,7 @@ traced TF2 step), not from layer objects a port may not have:
                 starting weights (TF1's REGULARIZATION_LOSSES collection, Keras 3's
                 variable.regularizer): which variables, and how strongly
 
-`mismatches(tf1, tf2, pairs)` says each difference in one line with both values.
+porting.layer_mismatches says each difference between the two sides' in one line.
 """
 
 import dataclasses
@@ -32,8 +32,6 @@ import tensorflow as tf
 BATCHNORM_ADD = re.compile(r"/batchnorm(_\d+)?/add$")
 FUSED = ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3")
 PASS_THROUGH = ("Cast", "Identity", "ReadVariableOp")
-MOMENTUM_TOLERANCE = 1e-6  # 1 - float32(1 - m) against float32(m): 1e-8 apart, not 1e-6
-REGULARIZATION_TOLERANCE = 1e-5  # c x w against 2 (c / 2) x w: rounding only
 
 
 @dataclasses.dataclass
@@ -152,106 +150,3 @@ def forward(op, skip_prefix):
   parts = op.name.split("/")
   return not skip_prefix(op.name) and not any(
       p.startswith(("gradients", "gradient_tape")) for p in parts)
-
-
-def _f32(x):
-  return np.float32(x)
-
-
-def mismatches(tf1, tf2, pairs):
-  """['what: TF1 value, TF2 value', ...] between the two sides' Settings, one line per fault
-  (a layer's two moving statistics, every variable regularized alike: one line); `pairs`
-  [(TF1 name, TF2 name)] of the model's variables."""
-  out = _dropout(tf1.dropout, tf2.dropout)
-  bn1, bn2 = tf1.batch_norm, tf2.batch_norm
-  modes = set()  # layers normalizing with other statistics: their updates differ as well
-  if len(bn1) != len(bn2):
-    out.append(f"batch norm layers: TF1 {len(bn1)} ({_scopes(bn1)}), TF2 {len(bn2)} "
-               f"({_scopes(bn2)})")
-  else:
-    for a, b in zip(bn1, bn2):
-      if _f32(a.epsilon) != _f32(b.epsilon):
-        out.append(f"batch norm {_short(a.scope)}: epsilon TF1 {a.epsilon:.6g}, TF2 "
-                   f"{b.epsilon:.6g}")
-      if a.training != b.training:
-        modes.add(_short(a.scope))
-        out.append(f"batch norm {_short(a.scope)}: normalizes with TF1 {_mode(a)}, TF2 "
-                   f"{_mode(b)}")
-  return out + _moving(tf1.moving, tf2.moving, pairs, modes) + _regularization(
-      tf1.regularization, tf2.regularization, pairs)
-
-
-def _dropout(drop1, drop2):
-  if len(drop1) != len(drop2):
-    return [f"dropout: TF1 {len(drop1)} ({_list(drop1)}), TF2 {len(drop2)} ({_list(drop2)})"]
-  return [f"dropout {_short(s1)}: rate TF1 {a:g}, TF2 {b:g}"
-          for (s1, a), (_, b) in zip(drop1, drop2) if _f32(a) != _f32(b)]
-
-
-def _moving(moving1, moving2, pairs, modes):
-  """The moving statistics' updates, grouped by layer: {layer: [line]}, one line a layer."""
-  to2, to1 = dict(pairs), {b: a for a, b in pairs}
-  faults = {}  # (layer, what) -> [variable]
-  for name, m in moving1.items():
-    other = to2.get(name)
-    if other is None:
-      continue
-    if other not in moving2:
-      what = f"TF1 updates its moving statistics each step (momentum {m:.6g}), TF2 does not"
-    elif abs(m - moving2[other]) > MOMENTUM_TOLERANCE:
-      what = f"momentum TF1 {m:.6g}, TF2 {moving2[other]:.6g}"
-    else:
-      continue
-    faults.setdefault((_layer(name), what), []).append(name)
-  for name, m in moving2.items():
-    if name in to1 and to1[name] not in moving1:
-      what = f"TF2 updates its moving statistics each step (momentum {m:.6g}), TF1 does not"
-      faults.setdefault((_layer(to1[name]), what), []).append(to1[name])
-  return [f"batch norm {layer}: {what}" for (layer, what) in faults if layer not in modes]
-
-
-def _layer(variable):
-  return _short(variable.rsplit("/", 1)[0])
-
-
-def _regularization(reg1, reg2, pairs):
-  """Where both sides regularize through their framework: the same variables, as strongly
-  (variables off by the same factor: one line)."""
-  if not reg1 or not reg2:
-    return []  # one side adds its penalties by hand: the numbers will say
-  only, ratios = {"TF1": [], "TF2": []}, {}
-  for a, b in pairs:
-    g1, g2 = reg1.get(a), reg2.get(b)
-    if (g1 is None) != (g2 is None):
-      only["TF1" if g1 is not None else "TF2"].append(a)
-    elif g1 is not None:
-      g1, g2 = np.asarray(g1, np.float64), np.asarray(g2, np.float64)
-      scale = float(np.dot(g1.ravel(), g1.ravel()))
-      if scale and np.max(np.abs(g2 - g1)) > REGULARIZATION_TOLERANCE * np.max(np.abs(g1)):
-        ratio = float(np.dot(g2.ravel(), g1.ravel())) / scale
-        ratios.setdefault(f"{ratio:.4g}", []).append(a)
-  out = [f"{', '.join(names)}: regularized on the {side} side only"
-         for side, names in only.items() if names]
-  return out + [f"{', '.join(names)}: regularization gradient TF2 {ratio} x TF1's (a penalty "
-                "c x tf.nn.l2_loss(w) is keras.regularizers.L2(c / 2))"
-                for ratio, names in ratios.items()]
-
-
-def _list(items):
-  return ", ".join(f"{_short(s)} {r:g}" for s, r in items) or "none"
-
-
-def _short(scope):
-  """A layer's scope without the tower's or the traced function's prefix."""
-  parts = scope.split("/")
-  if parts and parts[0].startswith(("tower_", "replica_")):
-    parts = parts[1:]
-  return "/".join(parts) or scope
-
-
-def _scopes(layers):
-  return ", ".join(_short(b.scope) for b in layers) or "none"
-
-
-def _mode(bn):
-  return "the batch's statistics" if bn.training else "the moving statistics"

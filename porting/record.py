@@ -18,6 +18,7 @@ and `step-<s>.npz`, every file through tf.io.gfile (any filesystem TensorFlow kn
 
 import io
 import json
+import os
 import posixpath
 import zipfile
 
@@ -65,6 +66,9 @@ def write(port, batches, path, *, replicas=2, steps=3):
   """Runs `port`'s TF1 towers for `steps` steps from their own initial weights and records
   them at `path` (a new or empty folder); returns the path of its record.json."""
   spec.Port.__post_init__(port)
+  if "://" not in path and os.path.islink(path.rstrip("/")):  # a writer would follow it
+    raise PortError(f"a symbolic link is planted at {path}: refused (the record's files would "
+                    "be written where it points); give a real folder")
   if tf.io.gfile.exists(path) and tf.io.gfile.listdir(path):
     raise PortError(f"the record folder {path} is not empty: give a new one")
   batch = spec.batch_source(batches, steps)

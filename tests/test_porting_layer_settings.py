@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 import porting
-from porting import layer_settings
+from porting import layer_mismatches
 from tests import bn_momentum_port as bn
 from tests import dropout_adam_port as drop
 
@@ -94,13 +94,13 @@ def test_the_settings_read_from_the_faithful_ports_are_the_models_own():
   found = {}
   for name, module in (("bn", bn), ("drop", drop)):
     port, batches = module.port(), module.batches(2)
-    original = layer_settings.mismatches
+    original = layer_mismatches.mismatches
     seen = []
-    layer_settings.mismatches = lambda a, b, p: seen.append((a, b)) or original(a, b, p)
+    layer_mismatches.mismatches = lambda a, b, p: seen.append((a, b)) or original(a, b, p)
     try:
       report = porting.compare(port, batches, replicas=2, steps=1)
     finally:
-      layer_settings.mismatches = original
+      layer_mismatches.mismatches = original
     assert report.rows
     found[name] = seen[0]
   tf1, tf2 = found["bn"]

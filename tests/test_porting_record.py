@@ -103,3 +103,14 @@ def test_migrations_record_commands_run_as_written(tmp_path, capsys):
                           *shlex.split(command.replace("/tmp/port_record", folder))[3:])
     assert result.returncode == 0, result.stderr
   assert capsys.readouterr().out.rstrip().endswith("\nEQUAL")
+
+
+def test_a_link_planted_as_the_record_folder_is_refused(tmp_path):
+  elsewhere = tmp_path / "elsewhere"
+  elsewhere.mkdir()
+  os.symlink(elsewhere, tmp_path / "record")
+  with pytest.raises(porting.PortError) as raised:
+    record.write(drop.port(), drop.batches(1), str(tmp_path / "record"), replicas=1, steps=1)
+  assert str(raised.value).startswith(f"a symbolic link is planted at {tmp_path / 'record'}: "
+                                      "refused")
+  assert not list(elsewhere.iterdir())
