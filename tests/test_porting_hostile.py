@@ -6,6 +6,8 @@ was taken; --replicas=1000 never ended; sys.exit(0) in the team's module exited 
 job reads as "equal"."""
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -94,3 +96,17 @@ def test_a_port_that_exits_is_a_failure_with_no_verdict():
   assert "tests/test_porting_hostile.py:" in line and line.endswith(
       "; no comparison ran to its end"), line
   assert tf.executing_eagerly()
+
+
+@pytest.mark.slow  # a process of its own: the warnings came at its exit
+def test_the_error_is_the_last_line_after_a_failed_restore(tmp_path):
+  net, optimizer = m.Net(), m.tf2_optimizer()
+  optimizer.build(net.trainable_variables)
+  other = tf.train.Checkpoint(model=net, optimizer=optimizer).write(str(tmp_path / "bn" / "ckpt"))
+  result = subprocess.run(
+      [sys.executable, "-m", "porting", "tf2_to_tf1", "--port=tests.dropout_adam_port:port",
+       "--batches=tests.dropout_adam_port:batches", other, str(tmp_path / "out" / "model.ckpt")],
+      capture_output=True, text=True, timeout=240, env=helpers.env(), cwd=helpers.REPO)
+  # Before: ~20 "Value in checkpoint could not be found" warnings followed the error.
+  line = helpers.check_one_line(result, f"error: cannot restore the TF2 model from {other}: ")
+  assert "unrestored" not in result.stderr and line == result.stderr.rstrip().splitlines()[-1]
