@@ -114,9 +114,10 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
   try:
     pairs = matching.match(towers.variables(), tf2.variables(), port.variable_map)
     if record is not None:  # the TF2 side starts where the recorded towers started
-      start = towers.start()
-      tf2.assign({b: start[a] for a, b in pairs})
-      start = tf2.values()
+      recorded_start = towers.start()
+      start = {b: recorded_start[a] for a, b in pairs}
+      del recorded_start
+      tf2.assign(start)
     elif start_from is None:
       start = tf2.values()
       towers.assign({a: start[b] for a, b in pairs})

@@ -13,7 +13,8 @@ weights and feeds it the recorded batches.
   python -m porting compare --port=team.port:PORT --record=RECORD_DIR
 
 A record folder: `record.json` (written last: a folder without it is no record), `start.npz`
-and `step-<s>.npz`, every file through tf.io.gfile (any filesystem TensorFlow knows).
+(the weights), `regularization.npz` and `step-<s>.npz`, every file through tf.io.gfile (any
+filesystem TensorFlow knows).
 """
 
 import io
@@ -79,9 +80,12 @@ def write(port, batches, path, *, replicas=2, steps=3):
     tf.io.gfile.makedirs(path)
     values = towers.values()
     settings = towers.settings()
-    _save(posixpath.join(path, "start.npz"), {
-        **_prefixed("weight", {n: values[n] for n, _ in towers.variables()}),
-        **_prefixed("regularization", settings.regularization or {})})
+    _save(posixpath.join(path, "start.npz"),
+          _prefixed("weight", {n: values[n] for n, _ in towers.variables()}))
+    del values
+    # Apart from the weights: compare reads it before the step, the weights once.
+    _save(posixpath.join(path, "regularization.npz"),
+          _prefixed("regularization", settings.regularization or {}))
     rates = []
     for s in range(steps):
       images, labels = first if s == 0 else spec.checked_batch(batch(s), s, replicas)
@@ -156,8 +160,10 @@ class Recorded:
 
   def settings(self):
     recorded = self.header["settings"]
-    regularization = (_unprefixed("regularization", _load(
-        posixpath.join(self.path, "start.npz"))) if recorded["regularized"] else None)
+    regularization = None
+    if recorded["regularized"]:
+      regularization = _unprefixed("regularization", _load(
+          posixpath.join(self.path, "regularization.npz")))
     return layer_settings.Settings(
         [tuple(d) for d in recorded["dropout"]],
         [layer_settings.BatchNorm(**b) for b in recorded["batch_norm"]],

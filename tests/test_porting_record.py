@@ -30,8 +30,8 @@ def test_a_recorded_tf1_side_replays_as_the_towers_did():
   path = _folder()
   written = record.write(drop.port(), drop.batches(2), path, replicas=2, steps=3)
   assert written == f"{path}/record.json"
-  assert sorted(tf.io.gfile.listdir(path)) == ["record.json", "start.npz", "step-0.npz",
-                                               "step-1.npz", "step-2.npz"]
+  assert sorted(tf.io.gfile.listdir(path)) == ["record.json", "regularization.npz", "start.npz",
+                                               "step-0.npz", "step-1.npz", "step-2.npz"]
   report = porting.compare(drop.port(), record=path, steps=3)
   # Dropout + Adam from the recorded weights on the recorded batches: the same bits.
   assert report.equal, report.text()
