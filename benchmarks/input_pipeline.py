@@ -24,19 +24,21 @@ from absl import flags
 
 from cifar10.errors import UsageError
 from harness import cli
+from harness import flag_ranges
 
 
 def define_flags(fv):
-  flags.DEFINE_list("threads", ["1", "2"], "Thread (and core) counts to measure.",
-                    flag_values=fv)
-  flags.DEFINE_integer("batch_size", 128, "Examples per batch (a global batch).",
+  flag_ranges.integers("threads", ["1", "2"], "Thread (and core) counts to measure.",
                        flag_values=fv)
-  flags.DEFINE_integer("examples", 20000, "Examples timed, after --warmup_examples.",
+  flag_ranges.integer("batch_size", 128, "Examples per batch (a global batch).",
                        flag_values=fv)
-  flags.DEFINE_integer("warmup_examples", 2560, "Examples made first, untimed.",
+  flag_ranges.integer("examples", 20000, "Examples timed, after --warmup_examples.",
                        flag_values=fv)
-  flags.DEFINE_integer("target", 50000, "The GPU's appetite, examples/sec.", flag_values=fv)
-  flags.DEFINE_integer("child", 0, "Internal: measure with this many threads.", flag_values=fv)
+  flag_ranges.integer("warmup_examples", 2560, "Examples made first, untimed.",
+                       flag_values=fv)
+  flag_ranges.integer("target", 50000, "The GPU's appetite, examples/sec.", flag_values=fv)
+  flag_ranges.integer("child_threads", 0, "Internal: measure with this many threads.",
+                      flag_values=fv)
 
 
 def measure(threads, batch_size, examples, warmup_examples):
@@ -76,23 +78,20 @@ def measure(threads, batch_size, examples, warmup_examples):
 
 
 def main(values):
-  if values.child:
-    print(json.dumps(measure(values.child, values.batch_size, values.examples,
+  available = len(os.sched_getaffinity(0))
+  counts = [values.child_threads] if values.child_threads else values.threads
+  if max(counts) > available:
+    raise UsageError(f"--threads must lie in 1..{available} (this machine's cores), got "
+                     f"{max(counts)}")
+  if values.child_threads:
+    print(json.dumps(measure(values.child_threads, values.batch_size, values.examples,
                              values.warmup_examples)))
     return
-  try:
-    counts = [int(t) for t in values.threads]
-  except ValueError:
-    raise UsageError(f"--threads={','.join(values.threads)}: give whole numbers") from None
-  available = len(os.sched_getaffinity(0))
-  if min(counts) < 1 or max(counts) > available or min(values.batch_size, values.examples) < 1:
-    raise UsageError(f"--threads must lie in 1..{available} (this machine's cores), "
-                     "--batch_size and --examples must be positive")
   print(f"train stream of the .bin path, batch {values.batch_size}, {values.examples} "
         "examples timed")
   print(f"{'threads':>7} {'ex/s':>9} {'ex/s/core':>10} {'cores for ' + str(values.target):>16}")
   for threads in counts:
-    args = [sys.executable, "-m", "benchmarks.input_pipeline", f"--child={threads}",
+    args = [sys.executable, "-m", "benchmarks.input_pipeline", f"--child_threads={threads}",
             f"--batch_size={values.batch_size}", f"--examples={values.examples}",
             f"--warmup_examples={values.warmup_examples}"]
     out = subprocess.run(args, capture_output=True, text=True, check=False)

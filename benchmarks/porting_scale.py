@@ -24,17 +24,18 @@ from absl import flags
 
 from cifar10.errors import UsageError
 from harness import cli
+from harness import flag_ranges
 
 SIZE, CLASSES, FILTERS = 32, 10, (64, 128, 256)
 BATCH = 16
 
 
 def define_flags(fv):
-  flags.DEFINE_list("hidden", ["3072"], "Units of each of the two dense layers, one size "
+  flag_ranges.integers("hidden", ["3072"], "Units of each of the two dense layers, one size "
                     "per value (3072: ~20M parameters; 8192: ~100M).", flag_values=fv)
-  flags.DEFINE_integer("steps", 3, "Steps compared.", flag_values=fv)
+  flag_ranges.integer("steps", 3, "Steps compared.", flag_values=fv)
   flags.DEFINE_string("optimizer", "both", "tf1adam, keras_adam or both.", flag_values=fv)
-  flags.DEFINE_integer("child", 0, "Internal: measure this size.", flag_values=fv)
+  flag_ranges.integer("child_hidden", 0, "Internal: measure this size.", flag_values=fv)
   flags.DEFINE_string("child_optimizer", "", "Internal.", flag_values=fv)
 
 
@@ -145,15 +146,13 @@ def measure(hidden, steps, optimizer):
 
 def main(values, args):
   del args
-  if values.child:
-    print(json.dumps(measure(values.child, values.steps, values.child_optimizer)))
+  if values.child_hidden:
+    if values.child_optimizer not in ("tf1adam", "keras_adam"):
+      raise UsageError("--child_optimizer must be tf1adam or keras_adam (--child_hidden is "
+                       "internal: give --hidden and --optimizer)")
+    print(json.dumps(measure(values.child_hidden, values.steps, values.child_optimizer)))
     return
-  try:
-    sizes = [int(h) for h in values.hidden]
-  except ValueError:
-    raise UsageError(f"--hidden must be integers, got {','.join(values.hidden)}") from None
-  if not sizes or min(sizes) < 1 or values.steps < 1:
-    raise UsageError("--hidden and --steps must be positive integers")
+  sizes = values.hidden
   if values.optimizer not in ("tf1adam", "keras_adam", "both"):
     raise UsageError(f"--optimizer must be tf1adam, keras_adam or both, got "
                      f"{values.optimizer!r}")
@@ -163,7 +162,7 @@ def main(values, args):
   for hidden in sizes:
     for kind in kinds:
       child = subprocess.run(
-          [sys.executable, "-m", "benchmarks.porting_scale", f"--child={hidden}",
+          [sys.executable, "-m", "benchmarks.porting_scale", f"--child_hidden={hidden}",
            f"--child_optimizer={kind}", f"--steps={values.steps}"],
           capture_output=True, text=True, check=False)
       if child.returncode:

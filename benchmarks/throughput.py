@@ -32,6 +32,7 @@ from absl import flags
 from cifar10 import config
 from cifar10.errors import UsageError
 from harness import cli
+from harness import flag_ranges
 
 KINDS = ("tf2", "tf2_loop", "v1", "keras_path", "keras_peer", "bare_step")
 LABELS = {"tf2": "TF2", "tf2_loop": "TF2 K", "v1": "v1", "keras_path": "Keras path",
@@ -39,22 +40,22 @@ LABELS = {"tf2": "TF2", "tf2_loop": "TF2 K", "v1": "v1", "keras_path": "Keras pa
 
 
 def define_flags(fv):
-  flags.DEFINE_list("num_gpus", ["1", "2"], "Replica / tower counts to measure.",
-                    flag_values=fv)
-  flags.DEFINE_list("precisions", ["fp32"], "Precisions to measure "
-                    f"({', '.join(config.PRECISIONS)}).", flag_values=fv)
-  flags.DEFINE_list("kinds", list(KINDS), f"What to measure, of {', '.join(KINDS)}.",
-                    flag_values=fv)
-  flags.DEFINE_integer("batch_size", 128, "Images per replica per step.", flag_values=fv)
-  flags.DEFINE_integer("steps", 50, "Timed steps.", flag_values=fv)
-  flags.DEFINE_integer("warmup", 10, "Untimed steps first (tracing, graph optimisation).",
+  flag_ranges.integers("num_gpus", ["1", "2"], "Replica / tower counts to measure.",
                        flag_values=fv)
-  flags.DEFINE_integer("steps_per_loop", 10, "Steps per call of the tf2_loop kind "
+  flag_ranges.choices("precisions", ["fp32"], config.PRECISIONS, "Precisions to measure "
+                      f"({', '.join(config.PRECISIONS)}).", flag_values=fv)
+  flag_ranges.choices("kinds", list(KINDS), KINDS, f"What to measure, of {', '.join(KINDS)}.",
+                      flag_values=fv)
+  flag_ranges.integer("batch_size", 128, "Images per replica per step.", flag_values=fv)
+  flag_ranges.integer("steps", 50, "Timed steps.", flag_values=fv)
+  flag_ranges.integer("warmup", 10, "Untimed steps first (tracing, graph optimisation).",
+                       flag_values=fv)
+  flag_ranges.integer("steps_per_loop", 10, "Steps per call of the tf2_loop kind "
                        "(--steps and --warmup must be multiples of it).", flag_values=fv)
-  flags.DEFINE_integer("repeats", 1, "Measure each kind this many times, in rotating order, "
+  flag_ranges.integer("repeats", 1, "Measure each kind this many times, in rotating order, "
                        "and report the median: on a shared machine the speed drifts by 10% "
                        "and more between minutes.", flag_values=fv)
-  flags.DEFINE_integer("intra_op_threads", 0, "Threads inside one op (0: TF decides).",
+  flag_ranges.integer("intra_op_threads", 0, "Threads inside one op (0: TF decides).",
                        flag_values=fv)
   flags.DEFINE_bool("deterministic", True, "Measure under the bit contract's GPU settings, "
                     "as the trainers run by default (--nodeterministic: without them; on a GPU "
@@ -65,9 +66,21 @@ def define_flags(fv):
                       flag_values=fv)
 
 
+def _child_spec(spec):
+  """(kind, N, precision) of --child, which _run_child writes; a user can reach it too."""
+  kind, n, precision = (spec.split(":") + ["", "", ""])[:3]
+  lowest, most = flag_ranges.INTEGERS["num_gpus"]
+  if kind not in (*KINDS, "peak") or not n.isdigit() or not lowest <= int(n) <= most \
+      or precision not in config.PRECISIONS or spec.count(":") != 2:
+    raise UsageError(f"--child={spec}: it is internal, 'kind:N:precision' (kind of "
+                     f"{', '.join(KINDS)} or peak, N in 1..{most}); give --kinds, --num_gpus "
+                     "and --precisions instead")
+  return kind, n, precision
+
+
 def _child(spec, values):
+  kind, n, precision = _child_spec(spec)
   from benchmarks import measure  # pylint: disable=g-import-not-at-top
-  kind, n, precision = spec.split(":")
   measure.configure(deterministic=values.deterministic)
   run = (int(n), values.batch_size, values.warmup, values.steps, values.intra_op_threads)
   if kind == "peak":  # and the machine the children measure on
@@ -98,28 +111,16 @@ def _run_child(spec, values):
 
 
 def _check(values):
-  counts = [int(n) for n in values.num_gpus]
   k = values.steps_per_loop
-  if min(counts) < 1 or min(values.steps, values.batch_size, values.warmup, k,
-                           values.repeats) < 1:
-    raise UsageError("--num_gpus, --steps, --warmup, --batch_size, --steps_per_loop and "
-                     "--repeats must be positive")
   if values.steps % k or values.warmup % k:
     raise UsageError(f"--steps={values.steps} and --warmup={values.warmup} must be multiples "
                      f"of --steps_per_loop={k}, so the clock reads at call boundaries")
-  for precision in values.precisions:
-    if precision not in config.PRECISIONS:
-      raise UsageError(f"unknown precision {precision!r}; choose from "
-                       f"{', '.join(config.PRECISIONS)}")
-  for kind in values.kinds:
-    if kind not in KINDS:
-      raise UsageError(f"unknown kind {kind!r}; choose from {', '.join(KINDS)}")
   if values.out:
     try:
       os.makedirs(values.out, exist_ok=True)
     except OSError as e:
       raise UsageError(f"cannot use --out={values.out}: {e.strerror or e}") from None
-  return counts
+  return values.num_gpus
 
 
 def _chart(rows, path):

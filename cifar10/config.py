@@ -26,6 +26,9 @@ DEFAULT_LOSS_SCALE = 2.0 ** 15
 # A fixed loss scale is a float32 power of two: a normal one, with room for the loss itself.
 MIN_LOSS_SCALE, MAX_LOSS_SCALE = 2.0 ** -126, 2.0 ** 100
 DYNAMIC_LOSS_SCALE = "dynamic"
+# The examples an evaluator can score: the test split, or the training split unaugmented.
+SPLIT_SIZES = {"test": DEFAULT.num_examples_per_epoch_for_eval,
+               "train_eval": DEFAULT.num_examples_per_epoch_for_train}
 
 
 def _positive(name, value):
@@ -225,11 +228,17 @@ class EvalConfig:
   # the one device it scores on (num_gpus 1): --visible_gpus, --cpu_only, the memory flags,
   # so that evaluating beside a training run (as the original did) takes only its own GPU
   devices: DeviceConfig = dataclasses.field(default_factory=DeviceConfig)
+  # The flag num_examples came from, for messages: a cluster's evaluator task has its own.
+  examples_flag: str = dataclasses.field(default="num_examples", compare=False, repr=False)
 
   def __post_init__(self):
     if self.eval_data not in ("test", "train_eval"):
       raise UsageError(f"--eval_data must be 'test' or 'train_eval', got {self.eval_data!r}")
     for name in ("num_examples", "batch_size", "eval_interval_secs"):
-      _positive(name, getattr(self, name))
+      _positive(self.examples_flag if name == "num_examples" else name, getattr(self, name))
+    split = SPLIT_SIZES[self.eval_data]
+    if self.num_examples > split:  # every source of a split has its size (cifar10.data_sources)
+      raise UsageError(f"--{self.examples_flag}={self.num_examples} but the {self.eval_data} "
+                       f"split has {split} examples; give {split} or fewer")
     _seed(self.seed)
     check_dataset(self.dataset, self.data_dir)

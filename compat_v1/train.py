@@ -21,6 +21,7 @@ from absl import flags
 
 from cifar10.errors import UsageError
 from harness import cli
+from harness import flag_ranges
 from harness import cluster
 from harness import cluster_options
 from harness import options
@@ -31,7 +32,7 @@ def define_flags(fv):
   cluster_options.define_cluster_flags(fv)
   flags.DEFINE_string("job_name", None, "ps | worker: run one task of a ps/worker cluster.",
                       flag_values=fv)
-  flags.DEFINE_integer("task_index", 0, "Index of this task within its job.", flag_values=fv)
+  flag_ranges.integer("task_index", 0, "Index of this task within its job.", flag_values=fv)
   flags.DEFINE_list("ps_hosts", [], "host:port of every ps task.", flag_values=fv)
   flags.DEFINE_list("worker_hosts", [], "host:port of every worker task (worker 0 is chief).",
                     flag_values=fv)
@@ -67,7 +68,6 @@ def main(values):
   device_config = options.device_config(values)
   train_config = options.train_config(values)
   task = _task(values)
-  peer_timeout_secs = cluster_options.peer_timeout_secs(values)
   if task.is_evaluator:
     from compat_v1 import evaluator  # pylint: disable=g-import-not-at-top
     evaluator.run(cluster_options.evaluator_config(values, train_config, task))
@@ -96,7 +96,7 @@ def main(values):
   else:
     from compat_v1 import cluster_loop  # pylint: disable=g-import-not-at-top
     cluster_loop.run(train_config, names, session_config, task, values.sync_replicas,
-                     peer_timeout_secs)
+                     values.peer_timeout_secs)
 
 
 if __name__ == "__main__":

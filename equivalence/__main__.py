@@ -16,25 +16,25 @@ from absl import flags
 
 from cifar10.errors import UsageError
 from harness import cli
+from harness import flag_ranges
 
 
 def define_flags(fv):
-  flags.DEFINE_integer("num_gpus", 2, "Replicas / towers (logical CPU devices here).",
+  flag_ranges.integer("num_gpus", 2, "Replicas / towers (logical CPU devices here).",
                        flag_values=fv)
-  flags.DEFINE_integer("steps", 10, "Training steps to compare.", flag_values=fv)
-  flags.DEFINE_integer("batch_size", 8, "Images per replica / tower.", flag_values=fv)
-  flags.DEFINE_integer("decay_steps", 4, "Small, so the comparison crosses decay boundaries.",
+  flag_ranges.integer("steps", 10, "Training steps to compare.", flag_values=fv)
+  flag_ranges.integer("batch_size", 8, "Images per replica / tower.", flag_values=fv)
+  flag_ranges.integer("decay_steps", 4, "Small, so the comparison crosses decay boundaries.",
                        flag_values=fv)
-  flags.DEFINE_integer("seed", 0, "Seed of weights and data.", flag_values=fv)
+  flag_ranges.integer("seed", 0, "Seed of weights and data.", flag_values=fv)
   flags.DEFINE_bool("multi_worker", False, "Also run --num_gpus worker processes of "
                     "MultiWorkerMirroredStrategy on 127.0.0.1 and compare them with the "
                     "towers.", flag_values=fv)
 
 
 def main(values):
-  for name in ("num_gpus", "steps", "batch_size", "decay_steps"):
-    if getattr(values, name) < 1:
-      raise UsageError(f"--{name} must be a positive integer, got {getattr(values, name)}")
+  if values.decay_steps < 1:  # 0, the trainers' "the original's formula", is no small number
+    raise UsageError(f"--decay_steps must be a positive integer, got {values.decay_steps}")
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   from harness import determinism  # pylint: disable=g-import-not-at-top
   determinism.apply()  # what the trainers' --deterministic (the default) sets

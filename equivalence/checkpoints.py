@@ -13,9 +13,10 @@ from absl import flags
 
 from cifar10.errors import UsageError
 from harness import cli
+from harness import flag_ranges
 
 def define_flags(fv):
-  flags.DEFINE_float("rel_tolerance", 0.0, "Largest max |diff| / max |value| per tensor that "
+  flag_ranges.number("rel_tolerance", 0.0, "Largest max |diff| / max |value| per tensor that "
                      "still counts as equal (0: bit-identical).", flag_values=fv)
 
 def main(values, args):

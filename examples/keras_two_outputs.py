@@ -12,21 +12,19 @@ per-output losses and metrics keyed by name broke.
 from absl import flags
 from absl import logging
 
-from cifar10.errors import UsageError
 from harness import cli
+from harness import flag_ranges
 from harness import options
 
 
 def define_flags(fv):
   options.define_example_flags(fv, steps=50, batch_help="Images per replica per step.")
-  flags.DEFINE_float("vehicle_weight", 0.5, "Loss weight of the vehicle output.",
+  flag_ranges.number("vehicle_weight", 0.5, "Loss weight of the vehicle output.",
                      flag_values=fv)
 
 
 def main(values):
   device_config = options.example_configs(values)
-  if values.vehicle_weight < 0:
-    raise UsageError(f"--vehicle_weight must be >= 0, got {values.vehicle_weight}")
   from cifar10 import data_sources  # pylint: disable=g-import-not-at-top
   from examples import keras_model  # pylint: disable=g-import-not-at-top
   from strategies import devices  # pylint: disable=g-import-not-at-top

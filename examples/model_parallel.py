@@ -12,14 +12,15 @@ from absl import flags
 
 from cifar10.errors import UsageError
 from harness import cli
+from harness import flag_ranges
 from harness import options
 
 
 def define_flags(fv):
   options.define_example_flags(fv, steps=100, batch_help="Images per step (both branches see "
                                "all of them).")
-  flags.DEFINE_float("learning_rate", 0.05, "SGD learning rate.", flag_values=fv)
-  flags.DEFINE_integer("log_frequency", 10, "Log the loss every this many steps.",
+  flag_ranges.number("learning_rate", 0.05, "SGD learning rate.", flag_values=fv)
+  flag_ranges.integer("log_frequency", 10, "Log the loss every this many steps.",
                        flag_values=fv)
 
 
@@ -28,8 +29,6 @@ def main(values):
   if device_config.num_gpus != 2:
     raise UsageError(f"the two-branch model runs on 2 devices; got --num_gpus="
                      f"{device_config.num_gpus}")
-  if values.log_frequency < 1 or not values.learning_rate > 0:
-    raise UsageError("--log_frequency and --learning_rate must be positive")
   from cifar10 import data_sources  # pylint: disable=g-import-not-at-top
   from examples import two_branch  # pylint: disable=g-import-not-at-top
   from strategies import devices  # pylint: disable=g-import-not-at-top

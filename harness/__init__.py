@@ -7,6 +7,7 @@
   ownership   one run per train_dir (an OS lock naming its owner); usable output folders
   cli         flags parsed, errors as one line, exit statuses (every binary runs through it)
   options     the flags of every binary, defined once, mapped to cifar10.config objects
+  flag_ranges the range of every numeric flag of every binary, checked while parsing
   cluster_options  a cluster job's flags: its tasks, the wait for peers, the evaluator task
   cluster     TF_CONFIG read and written in one place
   slurm       --cluster_resolver: TF_CONFIG or a Slurm job step, checked

@@ -8,6 +8,7 @@ import os
 from absl import flags
 
 from cifar10 import config
+from harness import flag_ranges
 from harness import options
 from harness import slurm
 
@@ -18,15 +19,16 @@ def define_cluster_flags(fv):
                       "tf_config (TF_CONFIG, as Kubeflow's TFJob and Vertex AI write it), "
                       "slurm (the srun step's SLURM_* variables), auto (TF_CONFIG if set, "
                       "else a Slurm step of more than one task).", flag_values=fv)
-  flags.DEFINE_integer("slurm_port_base", slurm.SLURM_PORT_BASE, "Slurm: a node's tasks "
+  flag_ranges.integer("slurm_port_base", slurm.SLURM_PORT_BASE, "Slurm: a node's tasks "
                        "listen on this port and the next ones.", flag_values=fv)
-  flags.DEFINE_integer("slurm_ps_tasks", 1, "Slurm, parameter_server and the v1 ps/worker "
+  flag_ranges.integer("slurm_ps_tasks", 1, "Slurm, parameter_server and the v1 ps/worker "
                        "job: how many of the step's tasks are ps tasks (after the chief).",
                        flag_values=fv)
-  flags.DEFINE_integer("evaluator_num_examples",
-                       options.default(config.EvalConfig, "num_examples"), "A managed cluster's evaluator task (TF_CONFIG task type "
-                       "'evaluator'): test examples scored per checkpoint.", flag_values=fv)
-  flags.DEFINE_integer("peer_timeout_secs", 300, "Cluster jobs: how long to wait for the "
+  flag_ranges.integer("evaluator_num_examples",
+                      options.default(config.EvalConfig, "num_examples"), "A managed "
+                      "cluster's evaluator task (TF_CONFIG task type 'evaluator'): test "
+                      "examples scored per checkpoint.", flag_values=fv)
+  flag_ranges.integer("peer_timeout_secs", 300, "Cluster jobs: how long to wait for the "
                        "other tasks to come up (ps tasks and chief, or every worker); a peer "
                        "that dies later is noticed by the strategy within seconds.",
                        flag_values=fv)
@@ -35,16 +37,8 @@ def define_cluster_flags(fv):
 def cluster_task(values, layout):
   """This task's cluster.Task from --cluster_resolver; `layout` as slurm.from_slurm takes
   it, with "ps" counted by --slurm_ps_tasks."""
-  if values.slurm_ps_tasks < 1:
-    raise config.UsageError("--slurm_ps_tasks must be a positive integer")
   layout = [(job, values.slurm_ps_tasks if job == "ps" else count) for job, count in layout]
   return slurm.resolve(values.cluster_resolver, layout, values.slurm_port_base)
-
-
-def peer_timeout_secs(values):
-  if values.peer_timeout_secs < 1:
-    raise config.UsageError("--peer_timeout_secs must be a positive integer")
-  return values.peer_timeout_secs
 
 
 # How often a cluster's evaluator task looks for the chief's next checkpoint.
@@ -56,15 +50,13 @@ def evaluator_config(values, train, task):
   train_dir (shared storage), writing into train_dir/eval, until train's final step, or until
   the chief (cluster.Task `task`'s chief, or worker 0) has not answered for
   --peer_timeout_secs."""
-  if values.evaluator_num_examples < 1:
-    raise config.UsageError("--evaluator_num_examples must be a positive integer, got "
-                            f"{values.evaluator_num_examples}")
   return config.EvalConfig(
       checkpoint_dir=train.train_dir, eval_dir=os.path.join(train.train_dir, "eval"),
-      num_examples=values.evaluator_num_examples, eval_interval_secs=EVALUATOR_POLL_SECS,
+      num_examples=values.evaluator_num_examples, examples_flag="evaluator_num_examples",
+      eval_interval_secs=EVALUATOR_POLL_SECS,
       dataset=train.dataset, data_dir=train.data_dir, download=train.download,
       seed=train.seed, last_step=train.max_steps,
       chief=(task.training_cluster.get("chief") or task.training_cluster.get("worker")
              or [None])[0],
-      chief_timeout_secs=peer_timeout_secs(values),
+      chief_timeout_secs=values.peer_timeout_secs,
       devices=options.device_config(values, num_gpus=1))  # the task's own GPU flags, one device

@@ -12,6 +12,7 @@ import os
 from absl import flags
 
 from cifar10 import config
+from harness import flag_ranges
 from harness import profiling
 
 
@@ -29,7 +30,7 @@ def define_data_flags(fv):
   flags.DEFINE_bool("download", default(config.TrainConfig, "download"), "cifar10: let "
                     "tensorflow-datasets download the data when it is not in --data_dir and "
                     "the data host answers (--nodownload: never).", flag_values=fv)
-  flags.DEFINE_integer("seed", train("seed"), "Seed of initial weights, data order and "
+  flag_ranges.integer("seed", train("seed"), "Seed of initial weights, data order and "
                        "augmentation.", flag_values=fv)
 
 
@@ -38,7 +39,7 @@ def define_device_flags(fv, replicas=True):
   `replicas` (the evaluators, on one device) no --num_gpus."""
   d = lambda name: default(config.DeviceConfig, name)
   if replicas:
-    flags.DEFINE_integer("num_gpus", d("num_gpus"), "How many GPUs (replicas) to use; "
+    flag_ranges.integer("num_gpus", d("num_gpus"), "How many GPUs (replicas) to use; "
                          "without GPUs, that many logical CPU devices.", flag_values=fv)
   flags.DEFINE_bool("cpu_only", d("cpu_only"), "Hide all GPUs (ConfigProto "
                     "device_count={'GPU': 0}).", flag_values=fv)
@@ -47,17 +48,17 @@ def define_device_flags(fv, replicas=True):
                       flag_values=fv)
   flags.DEFINE_bool("allow_growth", d("allow_growth"), "Allocate GPU memory as needed "
                     "(GPUOptions.allow_growth).", flag_values=fv)
-  flags.DEFINE_float("per_process_gpu_memory_fraction", d("memory_fraction"), "Cap each GPU "
+  flag_ranges.number("per_process_gpu_memory_fraction", d("memory_fraction"), "Cap each GPU "
                      "at this fraction of its memory, in (0, 1].", flag_values=fv)
-  flags.DEFINE_integer("gpu_memory_limit_mb", d("memory_limit_mb"), "Cap each GPU at this "
+  flag_ranges.integer("gpu_memory_limit_mb", d("memory_limit_mb"), "Cap each GPU at this "
                        "many MiB.", flag_values=fv)
   flags.DEFINE_bool("log_device_placement", d("log_device_placement"), "Whether to log device "
                     "placement.", flag_values=fv)
   flags.DEFINE_bool("allow_soft_placement", d("soft_placement"), "Fall back to another device "
                     "when an op has no kernel on the requested one.", flag_values=fv)
-  flags.DEFINE_integer("intra_op_threads", d("intra_op_threads"), "Threads inside one op "
+  flag_ranges.integer("intra_op_threads", d("intra_op_threads"), "Threads inside one op "
                        "(0: TF decides).", flag_values=fv)
-  flags.DEFINE_integer("inter_op_threads", d("inter_op_threads"), "Ops run in parallel "
+  flag_ranges.integer("inter_op_threads", d("inter_op_threads"), "Ops run in parallel "
                        "(0: TF decides).", flag_values=fv)
   flags.DEFINE_bool("deterministic", d("deterministic"), "Op determinism and no "
                     "TensorFloat-32: the bit contract on GPUs (--nodeterministic: faster "
@@ -71,9 +72,9 @@ def define_train_flags(fv):
   define_device_flags(fv)
   flags.DEFINE_string("train_dir", "/tmp/cifar10_train", "Where checkpoints and summaries go.",
                       flag_values=fv)
-  flags.DEFINE_integer("max_steps", t("max_steps"), "Train until the global step reaches "
+  flag_ranges.integer("max_steps", t("max_steps"), "Train until the global step reaches "
                        "this.", flag_values=fv)
-  flags.DEFINE_integer("batch_size", t("batch_size"), "Images per replica per step (global "
+  flag_ranges.integer("batch_size", t("batch_size"), "Images per replica per step (global "
                        "batch = batch_size * num_gpus).", flag_values=fv)
   flags.DEFINE_string("precision", t("precision"), "Compute dtype of the forward and "
                       f"backward pass: {' | '.join(config.PRECISIONS)} (weights, moving "
@@ -84,20 +85,20 @@ def define_train_flags(fv):
                       f"loss, a power of two (default {config.DEFAULT_LOSS_SCALE:g}), or "
                       "'dynamic' (halved on overflow, the step skipped; doubled after 2000 "
                       "good steps).", flag_values=fv)
-  flags.DEFINE_float("learning_rate", t("learning_rate"), "Initial learning rate.",
+  flag_ranges.number("learning_rate", t("learning_rate"), "Initial learning rate.",
                      flag_values=fv)
   flags.DEFINE_bool("decay_steps_per_global_batch", t("decay_steps_per_global_batch"),
                     "Count decay epochs in global batches (the original counts per-GPU "
                     "batches, so N GPUs decay N times later).", flag_values=fv)
-  flags.DEFINE_integer("decay_steps", t("decay_steps"), "Steps between learning-rate decays "
+  flag_ranges.integer("decay_steps", t("decay_steps"), "Steps between learning-rate decays "
                        "(0: the original's int(50000 / batch_size * 350)).", flag_values=fv)
-  flags.DEFINE_integer("log_frequency", t("log_frequency"), "Log the loss line every this "
+  flag_ranges.integer("log_frequency", t("log_frequency"), "Log the loss line every this "
                        "many steps.", flag_values=fv)
-  flags.DEFINE_integer("save_summaries_steps", t("save_summaries_steps"), "Write summaries "
+  flag_ranges.integer("save_summaries_steps", t("save_summaries_steps"), "Write summaries "
                        "every this many steps.", flag_values=fv)
-  flags.DEFINE_integer("save_checkpoint_steps", t("save_checkpoint_steps"), "Checkpoint every "
+  flag_ranges.integer("save_checkpoint_steps", t("save_checkpoint_steps"), "Checkpoint every "
                        "this many steps.", flag_values=fv)
-  flags.DEFINE_integer("max_checkpoints_to_keep", t("max_checkpoints_to_keep"), "Older "
+  flag_ranges.integer("max_checkpoints_to_keep", t("max_checkpoints_to_keep"), "Older "
                        "checkpoints are deleted.", flag_values=fv)
   flags.DEFINE_string("init_from", t("init_from"), "Start a new run from this checkpoint (a "
                       "prefix or a folder) of either trainer: weights, moving averages and "
@@ -105,7 +106,7 @@ def define_train_flags(fv):
                       "resume.", flag_values=fv)
   flags.DEFINE_string("profile_steps", None, "A,B: write a TensorBoard profile of the 0-based "
                       "steps A..B into train_dir/plugins/profile.", flag_values=fv)
-  flags.DEFINE_integer("preemption_exit_code", t("preemption_exit_code"), "Exit status after "
+  flag_ranges.integer("preemption_exit_code", t("preemption_exit_code"), "Exit status after "
                        "a SIGTERM (preemption) made the run save and stop: 128-255 is what "
                        "restart policies retry (TFJob restartPolicy ExitCode; 143 = killed "
                        "by SIGTERM); 42 is TensorFlow's PreemptionCheckpointHandler code.",
@@ -167,11 +168,11 @@ def define_eval_flags(fv):
   flags.DEFINE_string("eval_data", e("eval_data"), "'test' or 'train_eval'.", flag_values=fv)
   flags.DEFINE_string("checkpoint_dir", "/tmp/cifar10_train", "Where training checkpoints "
                       "are.", flag_values=fv)
-  flags.DEFINE_integer("eval_interval_secs", e("eval_interval_secs"), "How often to look for "
+  flag_ranges.integer("eval_interval_secs", e("eval_interval_secs"), "How often to look for "
                        "a new checkpoint.", flag_values=fv)
-  flags.DEFINE_integer("num_examples", e("num_examples"), "Number of examples to run.",
+  flag_ranges.integer("num_examples", e("num_examples"), "Number of examples to run.",
                        flag_values=fv)
-  flags.DEFINE_integer("batch_size", e("batch_size"), "Eval batch size.", flag_values=fv)
+  flag_ranges.integer("batch_size", e("batch_size"), "Eval batch size.", flag_values=fv)
   flags.DEFINE_bool("run_once", e("run_once"), "Whether to run eval only once.",
                     flag_values=fv)
 
@@ -204,13 +205,11 @@ def define_example_flags(fv, steps, batch_help):
   """Data and device flags plus --steps and --batch_size, for the short example binaries."""
   define_data_flags(fv)
   define_device_flags(fv)
-  flags.DEFINE_integer("steps", steps, "Training steps.", flag_values=fv)
-  flags.DEFINE_integer("batch_size", 32, batch_help, flag_values=fv)
+  flag_ranges.integer("steps", steps, "Training steps.", flag_values=fv)
+  flag_ranges.integer("batch_size", 32, batch_help, flag_values=fv)
 
 
 def example_configs(values):
   """DeviceConfig of define_example_flags, after checking the rest; UsageError on a bad value."""
-  if values.steps < 1 or values.batch_size < 1:
-    raise config.UsageError("--steps and --batch_size must be positive integers")
   config.check_dataset(values.dataset, values.data_dir)
   return device_config(values)

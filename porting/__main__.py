@@ -30,6 +30,7 @@ COMMANDS = ("compare", "record", "tf1_to_tf2", "tf2_to_tf1")
 # porting.devices.MAX_REPLICAS, read here before TensorFlow is imported (a test holds them equal).
 MAX_REPLICAS = 64
 MAX_STEPS = 100_000  # a comparison's steps: each is a step of both sides, read variable by variable
+MAX_TOLERANCE = 1.0  # a relative difference of 1 is 100%: past it nothing is compared
 
 
 def define_flags(fv):
@@ -38,9 +39,11 @@ def define_flags(fv):
   flags.DEFINE_string("batches", None, "module:function: batches(replicas) -> the global "
                       "batches, a list of (images, labels) or a function of the step.",
                       flag_values=fv)
+  # Ranges absl checks while parsing: a refusal before anything is imported or written.
   flags.DEFINE_integer("replicas", 2, "Towers and replicas (GPUs, or logical CPU devices).",
+                       lower_bound=1, upper_bound=MAX_REPLICAS, flag_values=fv)
+  flags.DEFINE_integer("steps", 3, "Steps to compare.", lower_bound=1, upper_bound=MAX_STEPS,
                        flag_values=fv)
-  flags.DEFINE_integer("steps", 3, "Steps to compare.", flag_values=fv)
   flags.DEFINE_string("start_from", None, "compare: a TF1 checkpoint both sides start from "
                       "(weights, optimizer slots and the global step).", flag_values=fv)
   flags.DEFINE_string("record", None, "compare: a folder `record` wrote (the TF1 side run "
@@ -48,7 +51,12 @@ def define_flags(fv):
   flags.DEFINE_bool("overwrite", False, "tf1_to_tf2, tf2_to_tf1: replace a checkpoint "
                     "already at the prefix written.", flag_values=fv)
   flags.DEFINE_float("tolerance", 0.0, "Largest max relative difference per variable that "
-                     "still counts as equal (0: the same bits).", flag_values=fv)
+                     "still counts as equal (0: the same bits).", lower_bound=0.0,
+                     upper_bound=MAX_TOLERANCE, flag_values=fv)
+  # absl's bounds let NaN through (every comparison with it is false).
+  flags.register_validator("tolerance", lambda value: 0 <= value <= MAX_TOLERANCE,
+                           message=f"must be a number from 0 to {MAX_TOLERANCE:g}",
+                           flag_values=fv)
 
 
 def _load(reference, what):
@@ -70,12 +78,6 @@ def main(values, args):
   if not args or args[0] not in COMMANDS:
     raise UsageError(f"give a command: {', '.join(COMMANDS)}")
   command, paths = args[0], args[1:]
-  for name, most in (("replicas", MAX_REPLICAS), ("steps", MAX_STEPS)):
-    if not 1 <= getattr(values, name) <= most:
-      raise UsageError(f"--{name} must be an integer from 1 to {most}, got "
-                       f"{getattr(values, name)}")
-  if not 0 <= values.tolerance < float("inf"):  # NaN fails this too
-    raise UsageError(f"--tolerance must be a finite number >= 0, got {values.tolerance}")
   if command == "record" and len(paths) != 1:
     raise UsageError("record takes one path: the folder to record the TF1 side in")
   if command in ("tf1_to_tf2", "tf2_to_tf1") and len(paths) != 2:

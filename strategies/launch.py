@@ -21,22 +21,21 @@ from absl import flags
 
 from cifar10.errors import UsageError
 from harness import cli
+from harness import flag_ranges
 from harness import cluster
 from harness import gpu_split
 from harness import launcher
 
 
 def define_flags(fv):
-  flags.DEFINE_integer("workers", 2, "Worker processes.", flag_values=fv)
-  flags.DEFINE_integer("ps", 0, "Parameter-server processes (0: synchronous all-reduce with "
+  flag_ranges.integer("workers", 2, "Worker processes.", flag_values=fv)
+  flag_ranges.integer("ps", 0, "Parameter-server processes (0: synchronous all-reduce with "
                        "multi_worker_mirrored; more: parameter_server).", flag_values=fv)
-  flags.DEFINE_integer("timeout_secs", 0, "Stop the whole job after this long (0: never).",
+  flag_ranges.integer("timeout_secs", 0, "Stop the whole job after this long (0: never).",
                        flag_values=fv)
 
 
 def main(values, train_args):
-  if values.workers < 1 or values.ps < 0 or values.timeout_secs < 0:
-    raise UsageError("--workers must be >= 1, --ps and --timeout_secs >= 0")
   per_worker = gpu_split.flag_value(train_args, "num_gpus", 1)
   if values.ps:
     spec = launcher.cluster(chief=1, worker=values.workers, ps=values.ps)

@@ -14,6 +14,7 @@ from absl import flags
 
 from cifar10.errors import UsageError
 from harness import cli
+from harness import flag_ranges
 from harness import cluster_options
 from harness import determinism
 from harness import options
@@ -30,7 +31,7 @@ def define_flags(fv):
   cluster_options.define_cluster_flags(fv)
   flags.DEFINE_string("strategy", "mirrored", "mirrored | one_device | multi_worker_mirrored "
                       "| parameter_server", flag_values=fv)
-  flags.DEFINE_integer("steps_per_loop", 1, "Steps per call of the compiled step, with no "
+  flag_ranges.integer("steps_per_loop", 1, "Steps per call of the compiled step, with no "
                        "host round trip between them (mirrored, one_device, "
                        "multi_worker_mirrored); the same weights, logs and checkpoints. Calls "
                        "end where a step logs, writes summaries or saves.", flag_values=fv)
@@ -42,7 +43,7 @@ def define_flags(fv):
                       "reduce_to_one_device; multi_worker_mirrored: auto | ring | nccl (auto: "
                       "NCCL between GPUs, a sum on the first device between logical CPUs; "
                       "RING across workers).", flag_values=fv)
-  flags.DEFINE_integer("ps_partition_min_bytes", 0, "parameter_server: split each weight of "
+  flag_ranges.integer("ps_partition_min_bytes", 0, "parameter_server: split each weight of "
                        "at least twice this many bytes into row blocks of at least this size "
                        "over the ps tasks (0: no partitioning).", flag_values=fv)
 
@@ -50,10 +51,6 @@ def define_flags(fv):
 def main(values):
   device_config = options.device_config(values)
   train_config = options.train_config(values)
-  peer_timeout_secs = cluster_options.peer_timeout_secs(values)
-  if values.steps_per_loop < 1:
-    raise UsageError("--steps_per_loop must be a positive integer, got "
-                     f"{values.steps_per_loop}")
   if train_config.scale == "dynamic" and values.strategy == "parameter_server":
     raise UsageError("--loss_scale=dynamic applies to mirrored, one_device and "
                      "multi_worker_mirrored (asynchronous workers would update one scale "
@@ -94,7 +91,7 @@ def main(values):
         devices.serve()  # workers and ps tasks only serve; the chief runs the loop
         return
   strategy = devices.get_strategy(values.strategy, devices.setup(device_config),
-                                  peer_timeout_secs, values.ps_partition_min_bytes,
+                                  values.peer_timeout_secs, values.ps_partition_min_bytes,
                                   values.all_reduce)
   if values.jit_compile and determinism.applied():
     raise UsageError("--jit_compile under --deterministic: XLA has no deterministic max-pool "

@@ -18,9 +18,9 @@ def test_the_model_flops_are_counted_layer_by_layer():
 
 @pytest.mark.parametrize("flags,expected", [
     (("--steps=15",), "--steps=15 and --warmup=10 must be multiples of --steps_per_loop=10"),
-    (("--kinds=tf2,fast",), "unknown kind 'fast'"),
-    (("--precisions=fp8",), "unknown precision 'fp8'"),
-    (("--num_gpus=0",), "must be positive"),
+    (("--kinds=tf2,fast",), "flag --kinds=['tf2', 'fast']: give one or more of tf2, tf2_loop"),
+    (("--precisions=fp8",), "give one or more of fp32, bf16, fp16"),
+    (("--num_gpus=0",), "0 is not an integer in the range [1, 64]"),
 ])
 def test_bad_flags_are_one_line(flags, expected):
   result = helpers.call("benchmarks.throughput", *flags)
@@ -132,9 +132,11 @@ def test_a_precision_the_cpu_is_refused_is_one_line_not_a_run(tmp_path, monkeypa
 
 
 @pytest.mark.parametrize("flags,expected", [
-    (("--threads=0",), "--threads must lie in 1.."),
-    (("--threads=one",), "--threads=one: give whole numbers"),
-    (("--examples=0",), "--batch_size and --examples must be positive"),
+    (("--threads=0",), "0 is not an integer in the range [1, 1024]"),
+    (("--threads=99999",), "99999 is not an integer in the range [1, 1024]"),
+    (("--threads=1000",), "--threads must lie in 1.."),  # this machine's cores
+    (("--threads=one",), "flag --threads=one: invalid literal for int()"),
+    (("--examples=0",), "0 is not an integer in the range [1, 2147483647]"),
 ])
 def test_the_input_benchmarks_bad_flags_are_one_line(flags, expected):
   result = helpers.call("benchmarks.input_pipeline", *flags)

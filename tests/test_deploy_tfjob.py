@@ -150,8 +150,9 @@ def test_an_evaluator_task_scores_the_final_checkpoint_and_ends(trainer, strateg
 def test_the_evaluator_tasks_bad_example_count_names_its_own_flag(tmp_path, monkeypatch):
   monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"worker": ["127.0.0.1:1"]},
                                               "task": {"type": "evaluator", "index": 0}}))
-  # Before: "--num_examples must be a positive integer", a flag this binary does not have.
+  # Before: "--num_examples=20000 but the split has 10000", a flag this binary does not have.
   helpers.check_one_line(helpers.call("strategies.train", "--strategy=multi_worker_mirrored",
-                                      "--dataset=synthetic", "--evaluator_num_examples=0",
+                                      "--dataset=synthetic", "--evaluator_num_examples=20000",
                                       f"--train_dir={tmp_path}"),
-                         "--evaluator_num_examples must be a positive integer, got 0")
+                         "--evaluator_num_examples=20000 but the test split has 10000 examples")
+  assert not os.listdir(tmp_path)

@@ -79,7 +79,7 @@ def test_the_command_line_compares_and_converts(tmp_path, capsys):
     (("compare",), "--port must be module:attribute"),
     (("--port=tests.nothing_here:port", "compare"), "cannot import tests.nothing_here"),
     ((*PORT, "convert"), "give a command: compare, record, tf1_to_tf2, tf2_to_tf1"),
-    ((*PORT, "--replicas=0", "compare"), "--replicas must be an integer from 1 to 64, got 0"),
+    ((*PORT, "--replicas=0", "compare"), "flag --replicas=0: 0 is not an integer in the range [1, 64]"),
     ((*PORT, "tf1_to_tf2", "/nonexistent/model.ckpt"), "takes two paths"),
     ((*PORT, "tf1_to_tf2", "/nonexistent/model.ckpt", "/tmp/x"),
      "cannot read the TF1 checkpoint /nonexistent/model.ckpt"),

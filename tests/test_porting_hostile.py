@@ -61,12 +61,12 @@ def test_a_tolerance_that_is_no_bound_is_refused(tolerance):
 
 
 @pytest.mark.parametrize("args, expected", [
-    (("--tolerance=nan",), "--tolerance must be a finite number >= 0, got nan"),
-    (("--tolerance=inf",), "--tolerance must be a finite number >= 0, got inf"),
-    (("--replicas=65",), "--replicas must be an integer from 1 to 64, got 65"),
-    (("--replicas=1000",), "--replicas must be an integer from 1 to 64, got 1000"),
-    (("--steps=100001",), "--steps must be an integer from 1 to 100000, got 100001"),
-    (("--steps=0",), "--steps must be an integer from 1 to 100000, got 0"),
+    (("--tolerance=nan",), "flag --tolerance=nan: must be a number from 0 to 1"),
+    (("--tolerance=inf",), "flag --tolerance=inf: inf is not a number in the range [0.0, 1.0]"),
+    (("--replicas=65",), "65 is not an integer in the range [1, 64]"),
+    (("--replicas=1000",), "1000 is not an integer in the range [1, 64]"),
+    (("--steps=100001",), "100001 is not an integer in the range [1, 100000]"),
+    (("--steps=0",), "0 is not an integer in the range [1, 100000]"),
 ])
 def test_out_of_range_numbers_are_one_line_before_tensorflow_runs(args, expected):
   result = helpers.call("porting.__main__", *PORT, *args, "compare")

@@ -184,5 +184,5 @@ def test_a_preemption_exit_code_that_means_something_else_is_refused(trainer, co
                         f"--train_dir={tmp_path}")
   assert result.returncode == 2
   assert result.stderr.strip().splitlines()[-1] == (
-      "error: --preemption_exit_code must be in 3..255 (0 is success, 1 a crash, 2 a usage "
-      f"error), got {code}")
+      f"error: flag --preemption_exit_code={code}: {code} is not an integer in the range "
+      "[3, 255]")
