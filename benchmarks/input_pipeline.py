@@ -31,11 +31,11 @@ def define_flags(fv):
   flag_ranges.integers("threads", ["1", "2"], "Thread (and core) counts to measure.",
                        flag_values=fv)
   flag_ranges.integer("batch_size", 128, "Examples per batch (a global batch).",
-                       flag_values=fv)
+                      flag_values=fv)
   flag_ranges.integer("examples", 20000, "Examples timed, after --warmup_examples.",
-                       flag_values=fv)
+                      flag_values=fv)
   flag_ranges.integer("warmup_examples", 2560, "Examples made first, untimed.",
-                       flag_values=fv)
+                      flag_values=fv)
   flag_ranges.integer("target", 50000, "The GPU's appetite, examples/sec.", flag_values=fv)
   flag_ranges.integer("child_threads", 0, "Internal: measure with this many threads.",
                       flag_values=fv)

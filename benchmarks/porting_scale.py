@@ -32,7 +32,7 @@ BATCH = 16
 
 def define_flags(fv):
   flag_ranges.integers("hidden", ["3072"], "Units of each of the two dense layers, one size "
-                    "per value (3072: ~20M parameters; 8192: ~100M).", flag_values=fv)
+                       "per value (3072: ~20M parameters; 8192: ~100M).", flag_values=fv)
   flag_ranges.integer("steps", 3, "Steps compared.", flag_values=fv)
   flags.DEFINE_string("optimizer", "both", "tf1adam, keras_adam or both.", flag_values=fv)
   flag_ranges.integer("child_hidden", 0, "Internal: measure this size.", flag_values=fv)

@@ -49,19 +49,20 @@ def define_flags(fv):
   flag_ranges.integer("batch_size", 128, "Images per replica per step.", flag_values=fv)
   flag_ranges.integer("steps", 50, "Timed steps.", flag_values=fv)
   flag_ranges.integer("warmup", 10, "Untimed steps first (tracing, graph optimisation).",
-                       flag_values=fv)
+                      flag_values=fv)
   flag_ranges.integer("steps_per_loop", 10, "Steps per call of the tf2_loop kind "
-                       "(--steps and --warmup must be multiples of it).", flag_values=fv)
+                      "(--steps and --warmup must be multiples of it).", flag_values=fv)
   flag_ranges.integer("repeats", 1, "Measure each kind this many times, in rotating order, "
-                       "and report the median: on a shared machine the speed drifts by 10% "
-                       "and more between minutes.", flag_values=fv)
+                      "and report the median: on a shared machine the speed drifts by 10% "
+                      "and more between minutes.", flag_values=fv)
   flag_ranges.integer("intra_op_threads", 0, "Threads inside one op (0: TF decides).",
-                       flag_values=fv)
+                      flag_values=fv)
   flags.DEFINE_bool("deterministic", True, "Measure under the bit contract's GPU settings, "
                     "as the trainers run by default (--nodeterministic: without them; on a GPU "
                     "the difference is what they cost; on CPUs nothing is set either way).",
                     flag_values=fv)
-  flags.DEFINE_string("out", None, "Folder for results.json and chart.png.", flag_values=fv)
+  flags.DEFINE_string("out", None, "Local folder for results.json and chart.png.",
+                      flag_values=fv)
   flags.DEFINE_string("child", None, "Internal: 'kind:N:precision', run one measurement.",
                       flag_values=fv)
 
@@ -115,6 +116,9 @@ def _check(values):
   if values.steps % k or values.warmup % k:
     raise UsageError(f"--steps={values.steps} and --warmup={values.warmup} must be multiples "
                      f"of --steps_per_loop={k}, so the clock reads at call boundaries")
+  if values.out and flag_ranges.is_url(values.out):  # os.makedirs would make a folder "gs:"
+    raise UsageError(f"--out={values.out}: give a local folder (matplotlib writes the chart "
+                     "there); copy the results to object storage afterwards")
   if values.out:
     try:
       os.makedirs(values.out, exist_ok=True)

@@ -187,6 +187,21 @@ def load_arrays(dataset, split, *, data_dir=None, download=False):
   raise UsageError(f"unknown --dataset {dataset!r}; choose from {', '.join(DATASETS)}")
 
 
+def check_available(dataset, split, *, data_dir=None, download=False):
+  """UsageError, as its load would raise it, if `split` of `dataset` is not there to load:
+  the .bin files of cifar10_bin (present, whole records; a tarball is unpacked), tfds
+  cifar10 with downloading off and nothing prepared. What a trainer checks before it writes
+  anything into a new run folder. Labels are checked when the files are read."""
+  if dataset == "cifar10_bin":
+    bin_files(data_dir, split)
+  elif dataset == "cifar10" and not download:
+    import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+    if not tfds.builder("cifar10", data_dir=data_dir).is_prepared():
+      raise UsageError(f"tfds cifar10 is not in {data_dir or '~/tensorflow_datasets'} and "
+                       "downloading is off: run once with network, without --nodownload, "
+                       "pass --data_dir, or use --dataset=synthetic")
+
+
 def load_source(dataset, split, *, seed, data_dir=None, download=False):
   """The one entry to the three sources, for eager code."""
   arrays = load_arrays(dataset, split, data_dir=data_dir, download=download)

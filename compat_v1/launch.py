@@ -24,7 +24,7 @@ def define_flags(fv):
   flag_ranges.integer("workers", 2, "Worker processes.", flag_values=fv)
   flag_ranges.integer("ps", 1, "Parameter-server processes.", flag_values=fv)
   flag_ranges.integer("timeout_secs", 0, "Stop the whole job after this long (0: never).",
-                       flag_values=fv)
+                      flag_values=fv)
 
 
 def main(values, train_args):

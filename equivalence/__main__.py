@@ -21,11 +21,11 @@ from harness import flag_ranges
 
 def define_flags(fv):
   flag_ranges.integer("num_gpus", 2, "Replicas / towers (logical CPU devices here).",
-                       flag_values=fv)
+                      flag_values=fv)
   flag_ranges.integer("steps", 10, "Training steps to compare.", flag_values=fv)
   flag_ranges.integer("batch_size", 8, "Images per replica / tower.", flag_values=fv)
   flag_ranges.integer("decay_steps", 4, "Small, so the comparison crosses decay boundaries.",
-                       flag_values=fv)
+                      flag_values=fv)
   flag_ranges.integer("seed", 0, "Seed of weights and data.", flag_values=fv)
   flags.DEFINE_bool("multi_worker", False, "Also run --num_gpus worker processes of "
                     "MultiWorkerMirroredStrategy on 127.0.0.1 and compare them with the "

@@ -15,13 +15,16 @@ from cifar10.errors import UsageError
 from harness import cli
 from harness import flag_ranges
 
+
 def define_flags(fv):
   flag_ranges.number("rel_tolerance", 0.0, "Largest max |diff| / max |value| per tensor that "
                      "still counts as equal (0: bit-identical).", flag_values=fv)
 
+
 def main(values, args):
   if len(args) != 2:
     raise UsageError("give two checkpoints (prefixes or folders) to compare")
+  cli.check_paths(("checkpoint", path) for path in args)
   from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top  # imports TensorFlow
   from equivalence import compare  # pylint: disable=g-import-not-at-top
   first, second = (checkpoints.read(path) for path in args)
@@ -36,6 +39,7 @@ def main(values, args):
   print("EQUIVALENT" if same else "NOT EQUIVALENT")
   if not same:
     raise cli.Exit(1)
+
 
 if __name__ == "__main__":
   cli.app_run(flags.FLAGS, define_flags, main, takes_args=True)

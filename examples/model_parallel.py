@@ -21,7 +21,7 @@ def define_flags(fv):
                                "all of them).")
   flag_ranges.number("learning_rate", 0.05, "SGD learning rate.", flag_values=fv)
   flag_ranges.integer("log_frequency", 10, "Log the loss every this many steps.",
-                       flag_values=fv)
+                      flag_values=fv)
 
 
 def main(values):

@@ -25,6 +25,7 @@ from absl import logging
 
 from cifar10 import errors
 from cifar10.errors import UsageError
+from harness import flag_ranges
 from harness import quiet
 
 # TensorFlow's words for "this op cannot go where it was asked" (eager, tf.function, Session).
@@ -112,6 +113,16 @@ def peer_lost(error):
                     "--train_dir")
 
 
+def check_paths(named):
+  """UsageError for the first (what, path) of `named` that is a URL of a filesystem
+  TensorFlow does not have here; every path flag is checked so before main runs, and a
+  binary calls this for the paths among its arguments. TensorFlow is imported only for a URL."""
+  for what, path in named:
+    if path and flag_ranges.is_url(path):
+      from harness import run_folder  # pylint: disable=g-import-not-at-top
+      run_folder.check_filesystem(path, what)
+
+
 class Exit(Exception):
   """A binary's end with `status`, its message already printed."""
 
@@ -136,6 +147,7 @@ def _main(main, values, args, takes_args):
     logging.set_verbosity(logging.INFO)
   quiet.install(verbose=given and values["verbosity"].value >= 1)
   try:
+    check_paths((f"--{name}", url) for name, url in flag_ranges.urls(values))
     return main(values, args) if takes_args else main(values)
   except UsageError as e:
     _fail(str(e))
@@ -159,11 +171,17 @@ def _main(main, values, args, takes_args):
 
 
 def _parse(fv, argv):
-  """absl's parser, but a bad or unknown flag is one line too, not absl's two."""
+  """absl's parser, but a bad or unknown flag is one line too, not absl's two; so is a
+  --flagfile that is not text (absl reads it as UTF-8 and would end in a traceback)."""
   try:
     return fv(argv)
   except flags.Error as e:
-    _fail(str(e))
+    _fail(str(e).removeprefix("ERROR:: "))  # absl's prefix for a flagfile it cannot open
+  except UnicodeDecodeError as e:
+    named = [a.split("=", 1)[1] for a in argv if a.startswith(("--flagfile=", "-flagfile="))]
+    which = f"--flagfile={named[0]}" if len(named) == 1 else "a --flagfile"
+    _fail(f"{which} is not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start} of "
+          "a file it reads): save it as UTF-8, one --flag=value per line")
 
 
 def app_run(fv, define_flags, main, takes_args=False):

@@ -20,18 +20,18 @@ def define_cluster_flags(fv):
                       "slurm (the srun step's SLURM_* variables), auto (TF_CONFIG if set, "
                       "else a Slurm step of more than one task).", flag_values=fv)
   flag_ranges.integer("slurm_port_base", slurm.SLURM_PORT_BASE, "Slurm: a node's tasks "
-                       "listen on this port and the next ones.", flag_values=fv)
+                      "listen on this port and the next ones.", flag_values=fv)
   flag_ranges.integer("slurm_ps_tasks", 1, "Slurm, parameter_server and the v1 ps/worker "
-                       "job: how many of the step's tasks are ps tasks (after the chief).",
-                       flag_values=fv)
+                      "job: how many of the step's tasks are ps tasks (after the chief).",
+                      flag_values=fv)
   flag_ranges.integer("evaluator_num_examples",
                       options.default(config.EvalConfig, "num_examples"), "A managed "
                       "cluster's evaluator task (TF_CONFIG task type 'evaluator'): test "
                       "examples scored per checkpoint.", flag_values=fv)
   flag_ranges.integer("peer_timeout_secs", 300, "Cluster jobs: how long to wait for the "
-                       "other tasks to come up (ps tasks and chief, or every worker); a peer "
-                       "that dies later is noticed by the strategy within seconds.",
-                       flag_values=fv)
+                      "other tasks to come up (ps tasks and chief, or every worker); a peer "
+                      "that dies later is noticed by the strategy within seconds.",
+                      flag_values=fv)
 
 
 def cluster_task(values, layout):

@@ -35,6 +35,7 @@ from typing import Any, Callable, Optional
 from absl import logging
 
 from cifar10 import checkpoints
+from cifar10 import data_sources
 from cifar10 import errors
 from harness import ownership
 from harness import profiling
@@ -88,6 +89,17 @@ def last_checkpoint(config):
   return tf.train.latest_checkpoint(config.train_dir)
 
 
+def check_inputs(config):
+  """UsageError if what a new run reads is not there: the training data, and --init_from
+  where train_dir has no checkpoint of its own (then it is ignored). Before the run folder is
+  owned: a start that fails on its input writes nothing (no lock, record or flags.txt that
+  the corrected command would then meet)."""
+  data_sources.check_available(config.dataset, "train", data_dir=config.data_dir,
+                               download=config.download)
+  if config.init_from and not run_folder.has_checkpoint(config.train_dir):
+    checkpoints.keys(checkpoints.resolve(config.init_from))
+
+
 def train(config, backend, *, replicas, global_batch, chief=True, steps_per_loop=1,
           on_step: Optional[Callable] = None):
   """Trains `backend` to config.max_steps; returns the final global step.
@@ -98,6 +110,8 @@ def train(config, backend, *, replicas, global_batch, chief=True, steps_per_loop
   Raises UsageError (one line), errors.NonFiniteLoss / NonFiniteState (nothing non-finite
   saved) and errors.Stopped after saving on SIGTERM or Ctrl-C.
   """
+  if chief:
+    check_inputs(config)
   owner = ownership.own_run(config, replicas) if chief else contextlib.nullcontext()
   run = Run(config, backend, global_batch, chief, steps_per_loop, on_step)
   try:

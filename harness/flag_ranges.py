@@ -12,10 +12,13 @@ The bounds are what a real run could use, far from where a value stops meaning a
 upper bound keeps a typo (a million threads, 2**63 checkpoints) from becoming a process that
 grows without end or an int32/int64 overflow deep inside TensorFlow. The config objects of
 cifar10.config keep their own invariants for library callers; these ranges are the binaries'.
-`table(fv)` is a binary's rows, as docs/flags.md lists them.
+Path flags (`path`) are checked the same way: a URL whose filesystem TensorFlow does not
+have here (hdfs:// without its plug-in) is one line before main runs. `table(fv)` is a
+binary's numeric rows.
 """
 
 import math
+import re
 
 from absl import flags
 
@@ -32,6 +35,8 @@ MAX_LOCAL_TASKS = 64  # a launcher's processes on one machine, each a TensorFlow
 WEEK_SECS = 7 * 24 * 3600
 EVAL_SPLIT = DEFAULT.num_examples_per_epoch_for_train  # train_eval, the largest split scored
 MAX_HIDDEN = 65536  # benchmarks.porting_scale: units of a dense layer (~17G parameters)
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 # name: (low, high) for integers, inclusive; floats: (low, high, low_is_open).
 INTEGERS = {
@@ -140,6 +145,32 @@ def choices(name, default, allowed, help_text, flag_values):
       name, lambda items: bool(items) and set(items) <= set(allowed),
       message=f"give one or more of {', '.join(allowed)}, comma-separated",
       flag_values=flag_values)
+
+
+class _PathParser(flags.ArgumentParser):
+  """A folder or file: a local path, or a URL of a filesystem TensorFlow has (harness.cli
+  checks the scheme before the binary's main runs, importing TensorFlow only for a URL)."""
+
+  syntactic_help = "a path, or a URL of a filesystem TensorFlow has (gs://, ram://)"
+
+  def flag_type(self):
+    return "path"
+
+
+def path(name, default, help_text, flag_values):
+  flags.DEFINE(_PathParser(), name, default, help_text, flag_values=flag_values,
+               serializer=flags.ArgumentSerializer())
+
+
+def is_url(value):
+  return bool(_SCHEME.match(value))
+
+
+def urls(fv):
+  """(flag, value) of each path flag of `fv` whose value is a URL (has a scheme)."""
+  return [(name, fv[name].value) for name in sorted(fv)
+          if isinstance(fv[name].parser, _PathParser) and fv[name].value
+          and is_url(fv[name].value)]
 
 
 def is_numeric(flag):

@@ -24,14 +24,14 @@ def define_data_flags(fv):
   train = lambda name: default(config.TrainConfig, name)
   flags.DEFINE_string("dataset", train("dataset"), f"Input source: {' | '.join(config.DATASETS)}.",
                       flag_values=fv)
-  flags.DEFINE_string("data_dir", None, "cifar10_bin: folder with cifar-10-batches-bin/*.bin; "
-                      "cifar10: tensorflow-datasets data_dir (default ~/tensorflow_datasets).",
-                      flag_values=fv)
+  flag_ranges.path("data_dir", None, "cifar10_bin: folder with cifar-10-batches-bin/*.bin; "
+                   "cifar10: tensorflow-datasets data_dir (default ~/tensorflow_datasets).",
+                   flag_values=fv)
   flags.DEFINE_bool("download", default(config.TrainConfig, "download"), "cifar10: let "
                     "tensorflow-datasets download the data when it is not in --data_dir and "
                     "the data host answers (--nodownload: never).", flag_values=fv)
   flag_ranges.integer("seed", train("seed"), "Seed of initial weights, data order and "
-                       "augmentation.", flag_values=fv)
+                      "augmentation.", flag_values=fv)
 
 
 def define_device_flags(fv, replicas=True):
@@ -40,7 +40,7 @@ def define_device_flags(fv, replicas=True):
   d = lambda name: default(config.DeviceConfig, name)
   if replicas:
     flag_ranges.integer("num_gpus", d("num_gpus"), "How many GPUs (replicas) to use; "
-                         "without GPUs, that many logical CPU devices.", flag_values=fv)
+                        "without GPUs, that many logical CPU devices.", flag_values=fv)
   flags.DEFINE_bool("cpu_only", d("cpu_only"), "Hide all GPUs (ConfigProto "
                     "device_count={'GPU': 0}).", flag_values=fv)
   flags.DEFINE_string("visible_gpus", d("visible_gpus"), "Comma-separated GPU indices to use "
@@ -51,15 +51,15 @@ def define_device_flags(fv, replicas=True):
   flag_ranges.number("per_process_gpu_memory_fraction", d("memory_fraction"), "Cap each GPU "
                      "at this fraction of its memory, in (0, 1].", flag_values=fv)
   flag_ranges.integer("gpu_memory_limit_mb", d("memory_limit_mb"), "Cap each GPU at this "
-                       "many MiB.", flag_values=fv)
+                      "many MiB.", flag_values=fv)
   flags.DEFINE_bool("log_device_placement", d("log_device_placement"), "Whether to log device "
                     "placement.", flag_values=fv)
   flags.DEFINE_bool("allow_soft_placement", d("soft_placement"), "Fall back to another device "
                     "when an op has no kernel on the requested one.", flag_values=fv)
   flag_ranges.integer("intra_op_threads", d("intra_op_threads"), "Threads inside one op "
-                       "(0: TF decides).", flag_values=fv)
+                      "(0: TF decides).", flag_values=fv)
   flag_ranges.integer("inter_op_threads", d("inter_op_threads"), "Ops run in parallel "
-                       "(0: TF decides).", flag_values=fv)
+                      "(0: TF decides).", flag_values=fv)
   flags.DEFINE_bool("deterministic", d("deterministic"), "Op determinism and no "
                     "TensorFloat-32: the bit contract on GPUs (--nodeterministic: faster "
                     "GPU kernels, repeatable only up to their rounding).", flag_values=fv)
@@ -70,12 +70,12 @@ def define_train_flags(fv):
   t = lambda name: default(config.TrainConfig, name)
   define_data_flags(fv)
   define_device_flags(fv)
-  flags.DEFINE_string("train_dir", "/tmp/cifar10_train", "Where checkpoints and summaries go.",
-                      flag_values=fv)
+  flag_ranges.path("train_dir", "/tmp/cifar10_train", "Where checkpoints and summaries go.",
+                   flag_values=fv)
   flag_ranges.integer("max_steps", t("max_steps"), "Train until the global step reaches "
-                       "this.", flag_values=fv)
+                      "this.", flag_values=fv)
   flag_ranges.integer("batch_size", t("batch_size"), "Images per replica per step (global "
-                       "batch = batch_size * num_gpus).", flag_values=fv)
+                      "batch = batch_size * num_gpus).", flag_values=fv)
   flags.DEFINE_string("precision", t("precision"), "Compute dtype of the forward and "
                       f"backward pass: {' | '.join(config.PRECISIONS)} (weights, moving "
                       "averages and updates stay float32).", flag_values=fv)
@@ -91,26 +91,26 @@ def define_train_flags(fv):
                     "Count decay epochs in global batches (the original counts per-GPU "
                     "batches, so N GPUs decay N times later).", flag_values=fv)
   flag_ranges.integer("decay_steps", t("decay_steps"), "Steps between learning-rate decays "
-                       "(0: the original's int(50000 / batch_size * 350)).", flag_values=fv)
+                      "(0: the original's int(50000 / batch_size * 350)).", flag_values=fv)
   flag_ranges.integer("log_frequency", t("log_frequency"), "Log the loss line every this "
-                       "many steps.", flag_values=fv)
+                      "many steps.", flag_values=fv)
   flag_ranges.integer("save_summaries_steps", t("save_summaries_steps"), "Write summaries "
-                       "every this many steps.", flag_values=fv)
+                      "every this many steps.", flag_values=fv)
   flag_ranges.integer("save_checkpoint_steps", t("save_checkpoint_steps"), "Checkpoint every "
-                       "this many steps.", flag_values=fv)
+                      "this many steps.", flag_values=fv)
   flag_ranges.integer("max_checkpoints_to_keep", t("max_checkpoints_to_keep"), "Older "
-                       "checkpoints are deleted.", flag_values=fv)
-  flags.DEFINE_string("init_from", t("init_from"), "Start a new run from this checkpoint (a "
-                      "prefix or a folder) of either trainer: weights, moving averages and "
-                      "global step. Ignored when --train_dir already has a checkpoint to "
-                      "resume.", flag_values=fv)
+                      "checkpoints are deleted.", flag_values=fv)
+  flag_ranges.path("init_from", t("init_from"), "Start a new run from this checkpoint (a "
+                   "prefix or a folder) of either trainer: weights, moving averages and "
+                   "global step. Ignored when --train_dir already has a checkpoint to "
+                   "resume.", flag_values=fv)
   flags.DEFINE_string("profile_steps", None, "A,B: write a TensorBoard profile of the 0-based "
                       "steps A..B into train_dir/plugins/profile.", flag_values=fv)
   flag_ranges.integer("preemption_exit_code", t("preemption_exit_code"), "Exit status after "
-                       "a SIGTERM (preemption) made the run save and stop: 128-255 is what "
-                       "restart policies retry (TFJob restartPolicy ExitCode; 143 = killed "
-                       "by SIGTERM); 42 is TensorFlow's PreemptionCheckpointHandler code.",
-                       flag_values=fv)
+                      "a SIGTERM (preemption) made the run save and stop: 128-255 is what "
+                      "restart policies retry (TFJob restartPolicy ExitCode; 143 = killed "
+                      "by SIGTERM); 42 is TensorFlow's PreemptionCheckpointHandler code.",
+                      flag_values=fv)
   flags.DEFINE_bool("override_run_config", t("override_run_config"), "Continue the run in "
                     "--train_dir although its recorded settings (run_config.json: data, "
                     "seed, batch, replicas, precision, schedule) differ from these flags.",
@@ -162,16 +162,16 @@ def define_eval_flags(fv):
   e = lambda name: default(config.EvalConfig, name)
   define_data_flags(fv)
   define_device_flags(fv, replicas=False)
-  flags.DEFINE_string("eval_dir", "", "Where the eval summaries go; default: "
-                      "<checkpoint_dir>/eval, beside the training run's, so `tensorboard "
-                      "--logdir=<train_dir>` shows precision next to the loss.", flag_values=fv)
+  flag_ranges.path("eval_dir", "", "Where the eval summaries go; default: "
+                   "<checkpoint_dir>/eval, beside the training run's, so `tensorboard "
+                   "--logdir=<train_dir>` shows precision next to the loss.", flag_values=fv)
   flags.DEFINE_string("eval_data", e("eval_data"), "'test' or 'train_eval'.", flag_values=fv)
-  flags.DEFINE_string("checkpoint_dir", "/tmp/cifar10_train", "Where training checkpoints "
-                      "are.", flag_values=fv)
+  flag_ranges.path("checkpoint_dir", "/tmp/cifar10_train", "Where training checkpoints "
+                   "are.", flag_values=fv)
   flag_ranges.integer("eval_interval_secs", e("eval_interval_secs"), "How often to look for "
-                       "a new checkpoint.", flag_values=fv)
+                      "a new checkpoint.", flag_values=fv)
   flag_ranges.integer("num_examples", e("num_examples"), "Number of examples to run.",
-                       flag_values=fv)
+                      flag_values=fv)
   flag_ranges.integer("batch_size", e("batch_size"), "Eval batch size.", flag_values=fv)
   flags.DEFINE_bool("run_once", e("run_once"), "Whether to run eval only once.",
                     flag_values=fv)

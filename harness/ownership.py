@@ -142,6 +142,8 @@ def own_run(config, replicas):
   """own(config.train_dir) for a run of TrainConfig `config` on `replicas` replicas; a restart
   with other settings than the recorded run is a UsageError (see harness.run_record)."""
   run_folder.refuse_links(config.train_dir, "train_dir")  # before anything reads or writes
+  for name in (LOCK_FILE, run_record.RECORD, FLAGS_FILE):
+    run_folder.refuse_non_files(os.path.join(config.train_dir, name))
   record = run_record.check(config, replicas)
   with own(config.train_dir):
     run_record.write(config.train_dir, record)

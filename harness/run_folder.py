@@ -45,9 +45,36 @@ def is_absolute(path):
   return os.path.isabs(path) or bool(_SCHEME.match(path))
 
 
+def refuse_non_files(path):
+  """UsageError if something that is not a regular file sits at `path` (a folder on any
+  filesystem; locally also a FIFO or a device): the run's own files are replaced by a rename,
+  which fails on a folder, and a read of a FIFO blocks. A symbolic link is refuse_links'."""
+  local = is_local(path) and not os.path.islink(os_path(path))
+  if tf.io.gfile.isdir(path) or (local and os.path.exists(os_path(path))
+                                 and not stat.S_ISREG(os.stat(os_path(path)).st_mode)):
+    raise UsageError(f"{path} is a folder (or not a regular file) where the run keeps a file "
+                     "of that name: move it away")
+
+
+def check_filesystem(path, what):
+  """UsageError if `path` is a URL whose scheme TensorFlow has no filesystem for here (hdfs://
+  or s3:// without their plug-in; a typo): every later read or write would fail deep inside
+  TensorFlow or tensorflow-datasets. `what` names where the path came from (a flag, or
+  words for an argument)."""
+  match = _SCHEME.match(path)
+  schemes = tf.io.gfile.get_registered_schemes()
+  if match and match[0][:-3] not in schemes:
+    have = ", ".join(f"{s}://" for s in sorted(schemes) if s)
+    named = f"{what}={path}" if what.startswith("--") else f"{what} {path}"
+    raise UsageError(f"{named}: TensorFlow has no filesystem for {match[0]} here (it "
+                     f"has {have} and local paths); install the plug-in that adds it, or "
+                     "give a path it has")
+
+
 def write_atomically(path, text):
   """Writes `text` to `path` through a temporary name and a rename: readers see the old file
   or the new one (on object storage the rename is a copy, still never a half-written file)."""
+  refuse_non_files(path)
   # The temporary name is debris if a crash comes between (see recover). Locally it is
   # unpredictable and created exclusively, never through a link planted at it; the rename
   # replaces a link planted at `path` itself rather than writing where it points.
@@ -67,6 +94,15 @@ def write_atomically(path, text):
   with tf.io.gfile.GFile(tmp, "w") as f:
     f.write(text)
   tf.io.gfile.rename(tmp, path, overwrite=True)
+
+
+def has_checkpoint(train_dir):
+  """Whether train_dir holds anything of a checkpoint (an index, a prefix's files)."""
+  try:
+    return any(name == "checkpoint" or ".ckpt" in name or name.startswith("ckpt-")
+               for name in tf.io.gfile.listdir(train_dir))
+  except tf.errors.OpError:
+    return False
 
 
 def refuse_links(folder, flag):

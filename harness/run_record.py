@@ -53,14 +53,6 @@ def settings(config, replicas):
   return values
 
 
-def _has_checkpoint(train_dir):
-  try:
-    return any(name == "checkpoint" or ".ckpt" in name or name.startswith("ckpt-")
-               for name in tf.io.gfile.listdir(train_dir))
-  except tf.errors.OpError:
-    return False
-
-
 def read(train_dir):
   """The recorded {"settings", "history"} of train_dir, or None."""
   path = os.path.join(train_dir, RECORD)
@@ -104,7 +96,7 @@ def check(config, replicas):
 
 def _checked(config, replicas):
   now = settings(config, replicas)
-  if not _has_checkpoint(config.train_dir):
+  if not run_folder.has_checkpoint(config.train_dir):
     return {"settings": now, "history": []}  # no run yet: nothing to protect
   try:
     record = read(config.train_dir)

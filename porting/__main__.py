@@ -82,6 +82,8 @@ def main(values, args):
     raise UsageError("record takes one path: the folder to record the TF1 side in")
   if command in ("tf1_to_tf2", "tf2_to_tf1") and len(paths) != 2:
     raise UsageError(f"{command} takes two paths: the checkpoint to read and the one to write")
+  cli.check_paths([("--start_from", values.start_from), ("--record", values.record),
+                   *(("the path", path) for path in paths)])
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   import porting  # pylint: disable=g-import-not-at-top  # imports TensorFlow
   try:

@@ -30,9 +30,9 @@ from harness import launcher
 def define_flags(fv):
   flag_ranges.integer("workers", 2, "Worker processes.", flag_values=fv)
   flag_ranges.integer("ps", 0, "Parameter-server processes (0: synchronous all-reduce with "
-                       "multi_worker_mirrored; more: parameter_server).", flag_values=fv)
+                      "multi_worker_mirrored; more: parameter_server).", flag_values=fv)
   flag_ranges.integer("timeout_secs", 0, "Stop the whole job after this long (0: never).",
-                       flag_values=fv)
+                      flag_values=fv)
 
 
 def main(values, train_args):

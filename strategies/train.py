@@ -32,9 +32,9 @@ def define_flags(fv):
   flags.DEFINE_string("strategy", "mirrored", "mirrored | one_device | multi_worker_mirrored "
                       "| parameter_server", flag_values=fv)
   flag_ranges.integer("steps_per_loop", 1, "Steps per call of the compiled step, with no "
-                       "host round trip between them (mirrored, one_device, "
-                       "multi_worker_mirrored); the same weights, logs and checkpoints. Calls "
-                       "end where a step logs, writes summaries or saves.", flag_values=fv)
+                      "host round trip between them (mirrored, one_device, "
+                      "multi_worker_mirrored); the same weights, logs and checkpoints. Calls "
+                      "end where a step logs, writes summaries or saves.", flag_values=fv)
   flags.DEFINE_bool("jit_compile", False, "XLA-compile each replica's forward and backward "
                     "pass (mirrored, one_device, multi_worker_mirrored); outside the "
                     "bit-equality contract, and slower than TensorFlow's kernels on CPU.",
@@ -44,8 +44,8 @@ def define_flags(fv):
                       "NCCL between GPUs, a sum on the first device between logical CPUs; "
                       "RING across workers).", flag_values=fv)
   flag_ranges.integer("ps_partition_min_bytes", 0, "parameter_server: split each weight of "
-                       "at least twice this many bytes into row blocks of at least this size "
-                       "over the ps tasks (0: no partitioning).", flag_values=fv)
+                      "at least twice this many bytes into row blocks of at least this size "
+                      "over the ps tasks (0: no partitioning).", flag_values=fv)
 
 
 def main(values):

@@ -5,6 +5,7 @@ the value given; --help shows each range."""
 
 import glob
 import importlib
+import inspect
 import math
 import os
 
@@ -70,8 +71,7 @@ def _run(module, name, value, capsys):
     del args
     seen.append(values[name].value)
 
-  takes_args = module.__name__ in ("strategies.launch", "compat_v1.launch",
-                                   "porting.__main__", "benchmarks.porting_scale")
+  takes_args = len(inspect.signature(module.main).parameters) == 2  # main(values, args)
   status = cli.call(module.define_flags, main, [f"--{name}={value}"], takes_args=takes_args)
   return status, capsys.readouterr().err, (seen or [None])[0]
 

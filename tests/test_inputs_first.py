@@ -1,0 +1,108 @@
+"""What a binary reads is checked before it writes: a URL of a filesystem TensorFlow does not
+have (any path flag or argument of any binary), a folder where a run keeps one of its files,
+a --flagfile that is not text, --init_from naming nothing, a --data_dir without the data.
+Each is one line, exit 2, and the run folder is left as it was (a new one is not made)."""
+
+import inspect
+import os
+
+from absl import flags
+import pytest
+
+from harness import cli
+from tests import helpers
+from tests import test_flag_ranges
+
+TRAINERS = pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
+QUICK = ("--dataset=synthetic", "--batch_size=2", "--max_steps=1")
+
+
+def _path_flags(module):
+  fv = flags.FlagValues()
+  module.define_flags(fv)
+  return [name for name in sorted(fv) if fv[name].parser.flag_type() == "path"]
+
+
+@pytest.mark.parametrize("binary", test_flag_ranges.BINARIES)
+def test_every_path_flag_refuses_a_scheme_tensorflow_lacks(binary, capsys):
+  module = test_flag_ranges._binary(binary)  # pylint: disable=protected-access
+  takes_args = len(inspect.signature(module.main).parameters) == 2
+  ran = []
+  for name in _path_flags(module):
+    status = cli.call(module.define_flags, lambda *a: ran.append(a),
+                      [f"--{name}=hdfs://namenode/run"], takes_args=takes_args)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and not ran, (binary, name)
+    assert lines[-1].startswith(f"error: --{name}=hdfs://namenode/run: TensorFlow has no "
+                                "filesystem for hdfs:// here (it has "), lines
+    # A scheme it has is taken as given.
+    assert cli.call(module.define_flags, lambda *a: ran.append(a),
+                    [f"--{name}=ram://run"], takes_args=takes_args) == 0 and ran
+    ran.clear()
+
+
+def test_the_trainers_path_flags_are_the_ones_a_user_has():
+  assert _path_flags(test_flag_ranges._binary("strategies.train")) == [  # pylint: disable=protected-access
+      "data_dir", "init_from", "train_dir"]
+  assert _path_flags(test_flag_ranges._binary("compat_v1.eval")) == [  # pylint: disable=protected-access
+      "checkpoint_dir", "data_dir", "eval_dir"]
+
+
+@pytest.mark.parametrize("binary, args, expected", [
+    ("equivalence.checkpoints", ("hdfs://nn/a", "/tmp/b"), "error: checkpoint hdfs://nn/a: "),
+    ("porting.__main__", ("--port=tests.bn_momentum_port:port", "--start_from=s3://b/x",
+                          "compare"), "error: --start_from=s3://b/x: "),
+    ("porting.__main__", ("--port=tests.bn_momentum_port:port", "tf1_to_tf2", "/tmp/a",
+                          "foo://x"), "error: the path foo://x: "),
+    ("benchmarks.throughput", ("--out=gs://bucket/results",), "error: --out=gs://bucket/"
+     "results: give a local folder"),
+])
+def test_paths_among_arguments_are_checked_too(binary, args, expected, tmp_path):
+  result = helpers.call(binary, *args)
+  assert result.returncode == 2 and helpers.error_line(result).startswith(expected), \
+      result.stderr[-1500:]
+
+
+@TRAINERS
+@pytest.mark.parametrize("name", [".lock", "run_config.json", "flags.txt"])
+def test_a_folder_where_a_run_keeps_a_file_is_one_line(trainer, name, tmp_path):
+  (tmp_path / name).mkdir()  # before: IsADirectoryError, a traceback
+  result = helpers.call(trainer, *QUICK, f"--train_dir={tmp_path}")
+  helpers.check_one_line(result, f"{tmp_path / name} is a folder (or not a regular file) "
+                                 "where the run keeps a file of that name: move it away")
+  assert os.listdir(tmp_path) == [name]
+
+
+def test_a_folder_at_a_file_is_refused_on_any_filesystem():
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from cifar10.errors import UsageError  # pylint: disable=g-import-not-at-top
+  from harness import run_folder  # pylint: disable=g-import-not-at-top
+  tf.io.gfile.makedirs("ram://inputs_first/flags.txt/inside")
+  with pytest.raises(UsageError, match="is a folder"):
+    run_folder.write_atomically("ram://inputs_first/flags.txt", "text")
+
+
+@TRAINERS
+def test_a_flagfile_that_is_not_utf8_is_one_line(trainer, tmp_path):
+  flagfile = tmp_path / "run.flags"
+  flagfile.write_bytes(b"--max_steps=5\n--train_dir=/tmp/x\xff\xfe\n")
+  result = helpers.call(trainer, f"--flagfile={flagfile}")
+  helpers.check_one_line(result, f"--flagfile={flagfile} is not UTF-8 text (byte 0xff at "
+                                 "offset 32 of a file it reads)")
+
+
+@TRAINERS
+@pytest.mark.parametrize("bad", ["init_from", "data_dir"])
+def test_a_start_that_fails_on_its_input_writes_nothing(trainer, bad, tmp_path):
+  """Before: .lock, flags.txt and run_config.json were left in the new folder, and the
+  corrected command met a record it had not asked for."""
+  train_dir = tmp_path / "run"
+  empty = tmp_path / "empty"
+  empty.mkdir()
+  args = {"init_from": (*QUICK, f"--init_from={tmp_path / 'nothing'}"),
+          "data_dir": ("--dataset=cifar10_bin", f"--data_dir={empty}", "--batch_size=2",
+                       "--max_steps=1")}[bad]
+  result = helpers.call(trainer, *args, f"--train_dir={train_dir}")
+  helpers.check_one_line(result, "no checkpoint at" if bad == "init_from"
+                         else "missing CIFAR-10 file")
+  assert not train_dir.exists()
