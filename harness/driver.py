@@ -154,7 +154,8 @@ class Run:
     # The kernels this process's bits come from (docs/determinism.md: the contract holds on
     # one kind of machine with the same settings).
     logging.info("Machine: %s", machine.describe().line())
-    resume_from, keep = run_folder.recover(config.train_dir, repair=self.chief)
+    resume_from, keep = run_folder.recover(config.train_dir, repair=self.chief,
+                                           max_to_keep=config.max_checkpoints_to_keep)
     if resume_from:
       start = backend.resume(resume_from, keep)
       logging.info("Resumed from %s at step %d", resume_from, start)

@@ -204,7 +204,7 @@ def _remove_debris(train_dir):
                  train_dir, ", ".join(sorted(removed)))
 
 
-def recover(train_dir, repair=True):
+def recover(train_dir, repair=True, max_to_keep=None):
   """The newest complete checkpoint of train_dir (or None) and the complete ones to keep
   counting against --max_checkpoints_to_keep, oldest first. Run before a trainer resumes.
 
@@ -212,8 +212,9 @@ def recover(train_dir, repair=True):
   checkpoint whose files are gone, or is older than a complete checkpoint on disk (a save
   interrupted between its data and the index), the files are scanned and the index is
   rewritten, with a log line naming what was taken. Paths in it become relative. Debris of
-  interrupted saves is removed. With repair=False (a process that only reads train_dir) the
-  folder is left as it is.
+  interrupted saves is removed, and so are the checkpoints a save's rotation should have
+  deleted (`max_to_keep`; see _rotate). With repair=False (a process that only reads
+  train_dir) the folder is left as it is.
   """
   if not tf.io.gfile.isdir(train_dir):
     return None, []
@@ -234,7 +235,31 @@ def recover(train_dir, repair=True):
                       complete[0])
     keep = [p for p in keep if p != complete[0]] + [complete[0]]
     write_index(train_dir, keep)
+  if max_to_keep:
+    keep = _rotate(train_dir, complete, keep, max_to_keep)
   return complete[0], keep
+
+
+def _rotate(train_dir, complete, keep, max_to_keep):
+  """The newest `max_to_keep` of `keep`, after removing every other complete checkpoint.
+
+  A v1 Saver writes the index (naming the newest max_to_keep) before it deletes the oldest
+  checkpoint; a kill between the two leaves that one on disk, unlisted, for ever (the Saver
+  only deletes what it lists), and an index rebuilt from the files lists them all, which the
+  Saver then trims by one per save, never below the count it started with. Removing them here
+  keeps the flag's count after any kill, for every trainer."""
+  kept = keep[-max_to_keep:]
+  extra = [p for p in complete if p not in kept]
+  for prefix in extra:
+    for path in tf.io.gfile.glob(prefix + ".*"):
+      remove(path)
+  if extra:
+    logging.warning("Removed %d checkpoint(s) beyond --max_checkpoints_to_keep=%d that an "
+                    "interrupted save had not deleted yet: %s", len(extra), max_to_keep,
+                    ", ".join(os.path.basename(p) for p in reversed(extra)))
+  if kept != keep:
+    write_index(train_dir, kept)
+  return kept
 
 
 def _readable_from_newest(complete, repair):

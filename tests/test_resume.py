@@ -125,3 +125,30 @@ def test_checkpoints_are_kept_to_the_limit_across_restarts_and_debris_is_removed
       ".index")[0].split(".meta")[0] for n in names if "ckpt-" in n}) == [
           f"{prefix}-5", f"{prefix}-6"], names
   assert not [n for n in names if "_temp" in n or ".tmp" in n], names
+
+
+def _checkpoint_steps(train_dir):
+  return sorted(step for step, prefix in checkpoints.steps(str(train_dir))
+                if checkpoints.is_complete(prefix))
+
+
+@pytest.mark.parametrize("trainer", sorted(TRAINERS))
+def test_a_kill_between_the_index_and_the_delete_keeps_the_flags_count(trainer, tmp_path,
+                                                                        monkeypatch):
+  """A v1 Saver writes the index before it deletes the oldest checkpoint: a SIGKILL between
+  the two left that checkpoint for ever (5 kept of 3 after two such kills). Here every save
+  of the first run is killed there (its deletes never happen); the next start keeps exactly
+  --max_checkpoints_to_keep."""
+  train, prefix = TRAINERS[trainer]
+  if trainer == "v1":
+    monkeypatch.setattr(tf.compat.v1.train.Saver, "_MaybeDeleteOldCheckpoints",
+                        lambda self, meta_graph_suffix="meta": None)
+  else:  # the TF2 manager deletes before it writes the index; the same state, made by hand
+    monkeypatch.setattr(tf.train.CheckpointManager, "_sweep", lambda self: None)
+  assert train(_config(tmp_path, 5, max_checkpoints_to_keep=3)) == 5
+  assert _checkpoint_steps(tmp_path) == [1, 2, 3, 4, 5]  # what the kills left
+  monkeypatch.undo()
+  assert train(_config(tmp_path, 6, max_checkpoints_to_keep=3)) == 6
+  assert _checkpoint_steps(tmp_path) == [4, 5, 6]
+  listed = tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths
+  assert [os.path.basename(p) for p in listed] == [f"{prefix}-{s}" for s in (4, 5, 6)]
