@@ -19,7 +19,6 @@ from cifar10.hparams import DEFAULT
 from compat_v1 import devices
 from compat_v1 import inputs
 from compat_v1 import restore
-from harness import ownership
 from harness import polling
 from harness import progress
 
@@ -29,10 +28,11 @@ v1 = tf.compat.v1
 class Evaluator:
   """The eval graph and its session; `evaluate(path)` restores and scores one checkpoint."""
 
-  def __init__(self, config):
+  def __init__(self, config, session_config=None):
+    """session_config: devices.setup's (`run` makes it first); None: made here."""
     self.config = config
-    # Its one device and the bit contract's settings (a Session's ConfigProto, as TF1 did).
-    _, session_config = devices.setup(config.devices)
+    if session_config is None:
+      _, session_config = devices.setup(config.devices)
     self.graph = tf.Graph()
     # Opened first and kept: its ConfigProto makes the devices before tfds's reads and the
     # input's tf.data functions start TensorFlow 2's eager runtime (harness.gpu_runtime).
@@ -99,6 +99,8 @@ class Evaluator:
 
 def run(config):
   """Evaluates the newest checkpoint once, or each new one every eval_interval_secs."""
-  ownership.usable_eval_dir(config)
-  with contextlib.closing(Evaluator(config)) as scorer:
+  # Its one device and the bit contract's settings (a Session's ConfigProto, as TF1 did).
+  _, session_config = devices.setup(config.devices)
+  polling.open_eval_dir(config)  # reads files and checkpoints only: no eager runtime yet
+  with contextlib.closing(Evaluator(config, session_config)) as scorer:
     return polling.evaluate_each(scorer.evaluate, config)

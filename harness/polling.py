@@ -16,8 +16,27 @@ from absl import logging
 import tensorflow as tf
 
 from cifar10 import checkpoints
+from cifar10 import data_sources
 from cifar10.errors import UsageError
+from harness import ownership
+from harness import run_folder
 from porting import machine
+
+
+def open_eval_dir(config):
+  """Checks what an evaluation reads (the split's data; with run_once, a checkpoint of the
+  model), then makes the eval dir (ownership.usable_eval_dir): a start that fails on its input
+  writes nothing, not even --eval_dir or the --checkpoint_dir it lies in. Continuous
+  evaluation may start before the trainer's first checkpoint. An eval dir that is there
+  already is checked first (a file, a planted link: refused before anything is read)."""
+  if tf.io.gfile.exists(config.eval_dir) or run_folder.is_link(config.eval_dir):
+    ownership.usable_eval_dir(config)
+  split = "test" if config.eval_data == "test" else "train"
+  data_sources.check_available(config.dataset, split, data_dir=config.data_dir,
+                               download=config.download)
+  if config.run_once:
+    checkpoints.keys(checkpoints.resolve(config.checkpoint_dir), kinds=("ema", "step"))
+  ownership.usable_eval_dir(config)
 
 
 def _deleted(path, error):

@@ -14,7 +14,6 @@ from cifar10 import checkpoints
 from cifar10 import data_sources
 from cifar10 import input_pipeline
 from cifar10 import model
-from harness import ownership
 from harness import polling
 from harness import progress
 from strategies import devices
@@ -63,6 +62,6 @@ class Evaluator:
 def run(config):
   """Evaluates the newest checkpoint once, or each new one every eval_interval_secs."""
   devices.setup(config.devices)  # its one device, and the bit contract's settings
-  ownership.usable_eval_dir(config)
+  polling.open_eval_dir(config)
   with contextlib.closing(Evaluator(config)) as scorer:
     return polling.evaluate_each(scorer.evaluate, config)

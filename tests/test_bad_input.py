@@ -181,8 +181,11 @@ def test_labels_outside_cifar10_are_one_line_for_training_and_evaluation(binary,
       8 + 2 if name == "data_batch_3.bin" else 2]  # the record a valid label came from
   records[2, 0] = 12  # CIFAR-10 has labels 0..9
   records.tofile(root / name)
+  if binary.endswith("eval"):  # a checkpoint to score: the data is read after it is found
+    assert helpers.call("strategies.train", "--dataset=synthetic", "--batch_size=2",
+                        "--max_steps=1", f"--train_dir={tmp_path / 't'}").returncode == 0
   args = (("--batch_size=4", "--max_steps=1", f"--train_dir={tmp_path / 't'}")
           if binary.endswith("train") else
-          ("--run_once", f"--checkpoint_dir={tmp_path}", f"--eval_dir={tmp_path / 'e'}"))
+          ("--run_once", f"--checkpoint_dir={tmp_path / 't'}", f"--eval_dir={tmp_path / 'e'}"))
   _check(helpers.call(binary, "--dataset=cifar10_bin", f"--data_dir={tmp_path / 'data'}",
                       *args), "has label 12")

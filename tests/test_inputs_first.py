@@ -106,3 +106,18 @@ def test_a_start_that_fails_on_its_input_writes_nothing(trainer, bad, tmp_path):
   helpers.check_one_line(result, "no checkpoint at" if bad == "init_from"
                          else "missing CIFAR-10 file")
   assert not train_dir.exists()
+
+
+@pytest.mark.parametrize("evaluator", ["strategies.eval", "compat_v1.eval"])
+def test_an_evaluation_that_fails_on_its_input_writes_nothing(evaluator, tmp_path):
+  """Before: the eval dir (and a --checkpoint_dir naming nothing) were made first."""
+  empty = tmp_path / "empty"
+  empty.mkdir()
+  missing = tmp_path / "no_run"
+  helpers.check_one_line(helpers.call(evaluator, "--dataset=synthetic", "--run_once",
+                                      f"--checkpoint_dir={missing}"), "no checkpoint at")
+  assert not missing.exists()
+  helpers.check_one_line(helpers.call(evaluator, "--dataset=cifar10_bin", f"--data_dir={empty}",
+                                      "--run_once", f"--checkpoint_dir={tmp_path}"),
+                         "missing CIFAR-10 file")
+  assert sorted(os.listdir(tmp_path)) == ["empty"]
