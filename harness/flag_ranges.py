@@ -80,6 +80,27 @@ INTEGERS = {
     "child_hidden": (0, MAX_HIDDEN),  # benchmarks.porting_scale's child; 0: not one
     "hidden": (1, MAX_HIDDEN),
 }
+# Where a flag takes effect, if not in every run of its binaries. A value outside the range is
+# refused all the same (a flag that does not apply today may apply on the next start).
+APPLIES = {
+    "num_gpus": "replicas; on GPUs also at most the visible ones",
+    "gpu_memory_limit_mb": "GPUs",
+    "per_process_gpu_memory_fraction": "GPUs",
+    "decay_steps": "0: the original's formula",
+    "steps_per_loop": "mirrored, one_device, multi_worker_mirrored",
+    "ps_partition_min_bytes": "parameter_server",
+    "task_index": "--job_name=ps|worker",
+    "slurm_port_base": "a Slurm step (--cluster_resolver=slurm or auto)",
+    "slurm_ps_tasks": "a Slurm step: parameter_server, the v1 ps/worker job",
+    "peer_timeout_secs": "cluster jobs",
+    "evaluator_num_examples": "a cluster's evaluator task; at most its split's size",
+    "num_examples": "at most the split's size (test 10000, train_eval 50000)",
+    "eval_interval_secs": "without --run_once",
+    "ps": "compat_v1.launch: at least 1",
+    "child_threads": "internal (a measurement's own process)",
+    "child_hidden": "internal (a measurement's own process)",
+    "threads": "at most this machine's cores",
+}
 FLOATS = {
     "learning_rate": (0.0, config.FLOAT32_MAX, True),
     "per_process_gpu_memory_fraction": (0.0, 1.0, True),
@@ -178,6 +199,29 @@ def is_numeric(flag):
 
 
 def table(fv):
-  """(flag, type, range) of each numeric flag of a binary's FlagValues `fv`, by name."""
-  return [(name, fv[name].parser.flag_type(), fv[name].parser.syntactic_help)
+  """(flag, type, range, default, where it applies) of each numeric flag of a binary's
+  FlagValues `fv`, by name: docs/flags.md is these rows."""
+  return [(name, fv[name].parser.flag_type(), fv[name].parser.syntactic_help,
+           (fv[name].default_as_str or "none").strip("'"), APPLIES.get(name, "every run"))
           for name in sorted(fv) if is_numeric(fv[name])]
+
+
+def markdown(binaries):
+  """docs/flags.md: one table per binary, from {module: FlagValues}."""
+  out = ["# The range of every numeric flag",
+         "",
+         "What each binary accepts, checked while the command line (or a `--flagfile`) is "
+         "parsed: a value outside its range is one line and exit status 2 before anything is "
+         "imported or written, whether or not this run uses the flag. `--help` shows the same "
+         "ranges. Written from `harness/flag_ranges.py` by `tests/test_flag_ranges.py` "
+         "(`FLAGS_MD=write python -m pytest tests/test_flag_ranges.py` rewrites it).", ""]
+  for module, fv in sorted(binaries.items()):
+    rows = table(fv)
+    if not rows:
+      continue
+    out += [f"## `python -m {module.removesuffix('.__main__')}`", "",
+            "| flag | type | range | default | applies to |", "|---|---|---|---|---|"]
+    out += [f"| `--{name}` | {kind} | {help_text} | {default} | {where} |"
+            for name, kind, help_text, default, where in rows]
+    out.append("")
+  return "\n".join(out)

@@ -156,3 +156,21 @@ def test_a_refusal_from_the_command_line_writes_nothing(tmp_path, binary, flag):
   result = helpers.run(binary, "--dataset=synthetic", where, flag, timeout=60)
   helpers.check_one_line(result, f"flag {flag}")
   assert not folder.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_docs_flags_md_is_the_table():
+  """docs/flags.md, one table per binary, is what the definitions say (FLAGS_MD=write
+  rewrites it after a change)."""
+  binaries = {}
+  for name in BINARIES:
+    binaries[name] = flags.FlagValues()
+    _binary(name).define_flags(binaries[name])
+  text = flag_ranges.markdown(binaries)
+  path = os.path.join(helpers.REPO, "docs", "flags.md")
+  if os.environ.get("FLAGS_MD") == "write":
+    with open(path, "w", encoding="utf-8") as f:
+      f.write(text)
+  with open(path, encoding="utf-8") as f:
+    assert f.read() == text, "docs/flags.md is stale: FLAGS_MD=write python -m pytest " \
+        "tests/test_flag_ranges.py"
+  assert "| `--max_steps` | int | an integer in the range [1, 1099511627776] | 1000000 |" in text
