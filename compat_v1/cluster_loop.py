@@ -101,7 +101,7 @@ def run(config, devices, proto, task, sync_replicas=False, peer_timeout_secs=300
                       chief=index == 0)
 
 
-class Backend:
+class Backend(driver.Backend):
   """One worker of the job for harness.driver; worker 0 is the chief, which owns train_dir,
   writes the summaries and saves. The others only train (and stop with the job)."""
 
@@ -189,15 +189,15 @@ class Backend:
           stop_grace_period_secs=STOP_GRACE_SECS, config=self.proto)
     self.graph = graph
 
-  def run(self, step, k, stop, record, sync):  # pylint: disable=unused-argument  # k is 1
+  def run(self, call):
     g = self.g
     fetches = [g.train_op, g.loss, g.learning_rate, self.step_after]
     with self.graph.as_default():
-      out = self.session.run(fetches + ([g.summary_op] if record else []))
+      out = self.session.run(fetches + ([g.summary_op] if call.record else []))
     self.done = int(out[3])
     self.local_steps += 1  # this worker's gradient computations (its own train_op runs)
-    return driver.Steps(out[1], out[2], out[1], out[2], stop=stop, done=self.done,
-                        record=out[4] if record else None)
+    return driver.Steps(out[1], out[2], out[1], out[2], done=self.done,
+                        record=out[4] if call.record else None)
 
   def _raw(self, fn):
     """fn(session) on the raw Session: no hook runs (a hook's fetches would run a step)."""

@@ -77,7 +77,7 @@ def build(config, devices, start, arrays, graph):
 
 # ---------------------------------------------------------------------------- Backend
 
-class Backend:
+class Backend(driver.Backend):
   """The towers' run for harness.driver (see its docstring for the methods). The graph and
   the Session are made in `start`, once the step to start at is known."""
 
@@ -125,12 +125,11 @@ class Backend:
       if values is not None:
         b.loader.assign(self.sess, values)
 
-  def run(self, step, k, stop, record, sync):  # pylint: disable=unused-argument  # k is 1
+  def run(self, call):
     g = self.built.train
-    fetches = [g.train_op, g.loss, g.learning_rate] + ([g.summary_op] if record else [])
+    fetches = [g.train_op, g.loss, g.learning_rate] + ([g.summary_op] if call.record else [])
     out = self.sess.run(fetches)
-    return driver.Steps(out[1], out[2], out[1], out[2], stop=stop,
-                        record=out[3] if record else None)
+    return driver.Steps(out[1], out[2], out[1], out[2], record=out[3] if call.record else None)
 
   def write_summaries(self, step, steps):
     self.built.writer.add_summary(steps.record, step)

@@ -84,8 +84,7 @@ class _Steps(keras.callbacks.Callback):
     if loss is not None and not tf.math.is_finite(float(loss)):
       raise errors.NonFiniteLoss(done - 1, driver.last_checkpoint(self.run.config))
     self.state.apply_ema()
-    if self.run.after(done - 1, 1, driver.Steps(loss, None, loss, None,
-                                                stop=bool(self.run.stop_requested))) \
+    if self.run.after(done - 1, 1, driver.Steps(loss, None, loss, None)) \
         >= self.run.config.max_steps:
       self.model.stop_training = True
 
@@ -154,9 +153,6 @@ class Backend(loop.CheckpointedBackend):
 
   def write_summaries(self, step, steps):
     """Keras's TensorBoard callback writes the loss every save_summaries_steps steps."""
-
-  def close(self):
-    pass
 
 
 def fit(config, strategy, callbacks=()):

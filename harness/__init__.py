@@ -2,6 +2,8 @@
 
   driver      the run driver: every training loop's control (resume or --init_from, the
               schedule of logs, summaries, saves and profiles, stops), the loops its backends
+  backend     what a loop is to the driver: the Backend base class, a Call and its Steps
+  cadence     when a thing counted in steps is due (`due`), how long a call may run
   run_folder  a run folder on any tf.io.gfile filesystem: index, recovery, debris
   run_record  the settings a run's numbers depend on, kept in train_dir and checked on restart
   ownership   one run per train_dir (an OS lock naming its owner); usable output folders

@@ -10,79 +10,40 @@ mirrored/MWMS, TF2 parameter server, v1 towers, v1 ps/worker, the Keras path):
 - the run folder: the lock and the run record (harness.ownership), the newest complete
   checkpoint (harness.run_folder.recover), resume from it or else start from --init_from;
 - "already at --max_steps";
-- the schedule: how many steps a call runs (`call_length`), which steps log, summarise, save
-  and profile; the finiteness check before every save;
+- the schedule (harness.cadence): how many steps a call runs, which steps log, summarise,
+  save and profile; the finiteness check before every save;
 - SIGTERM and Ctrl-C (harness.signals), the `stopped:` and `Done:` lines, exit statuses.
 
-A backend has: `resume(path, keep)` and `initialize(state)` (each returns the global step to
-start at; `state` is the checkpoints.State of --init_from or None), `start(step)` (input from
-that step on, the opening log line), `run(step, k, stop, record, sync)` -> Steps,
-`write_summaries(step, steps)`, `all_finite()`, `save(step)` -> path, `global_step()`, and
-`close()` (called on every exit); optionally `stop_soon()`, called from another thread the
-moment SIGTERM or Ctrl-C arrives, to end a running call of k steps after the step in hand
-(its Steps then say how many `ran`). A backend whose loop owns its iteration (Keras `fit`) has
-`drive(run, start)` instead of `run`, and calls the Run's `before` and `after` around each of
-its steps: the same decisions, in the same place. Only a chief (`chief=True`) owns the
+Each loop is a subclass of harness.backend.Backend (what it must do and may override: its
+docstring), handed to `train` with the run's config. Only a chief (`chief=True`) owns the
 folder, summarises (and writes the progress lines' rates as `examples_per_second` and
 `steps_per_second`) and repairs the index; every process saves when a save is due (MWMS saves
 collectively), the backend decides where.
 """
 
 import contextlib
-import dataclasses
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from absl import logging
 
 from cifar10 import checkpoints
 from cifar10 import data_sources
 from cifar10 import errors
+from harness import cadence
 from harness import ownership
 from harness import profiling
 from harness import progress
 from harness import run_folder
 from harness import signals
+from harness.backend import Backend  # pylint: disable=unused-import  # the loops subclass it here
+from harness.backend import Call
+from harness.backend import Steps  # pylint: disable=unused-import
 from porting import machine
 
 # The progress lines' rates, which the driver writes as TensorBoard scalars (on the chief,
 # beside the loop's own summaries; its own events file). They time the machine, not the
 # model: comparisons of two runs' summaries leave them out.
 SPEED_TAGS = ("examples_per_second", "steps_per_second")
-
-@dataclasses.dataclass
-class Steps:
-  """What a backend's call of k steps returns. loss/lr: the first step's (tensors or numbers,
-  read only when a line is due); last_loss/last_lr: the last step's; stop: whether any
-  process of the job asked to stop (the same on all of them); done: the global step after
-  the call when it is not step + k (asynchronous workers); record: what write_summaries needs."""
-  loss: Any
-  lr: Any
-  last_loss: Any = None
-  last_lr: Any = None
-  stop: bool = False
-  done: Optional[int] = None
-  record: Any = None
-  ran: Optional[int] = None  # steps run, when a stop request ended the call before k
-
-
-def call_length(step, config, steps_per_loop):
-  """How many steps the call starting at 0-based `step` runs: at most steps_per_loop, and no
-  more than lets every step that logs be the first or last step of a call, every step that
-  writes summaries a call of its own, and every checkpoint come after a call's last step.
-  Log lines, summaries and checkpoints are then those of one step per call."""
-  if step % config.save_summaries_steps == 0:
-    return 1  # its summaries hold the weights after this step, so it runs alone
-  k = min(steps_per_loop, config.max_steps - step,
-          config.save_checkpoint_steps - step % config.save_checkpoint_steps)
-  for every in (config.log_frequency, config.save_summaries_steps):
-    # No multiple of `every` strictly inside the call (the call may end on one).
-    k = min(k, every - step % every if step % every else every)
-  profile = config.profile_steps or ()
-  for edge in profile[:1] + tuple(s + 1 for s in profile[1:]):
-    if step < edge:  # the profile starts and ends between calls
-      k = min(k, edge - step)
-  return max(k, 1)
-
 
 def last_checkpoint(config):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -100,7 +61,7 @@ def check_inputs(config):
     checkpoints.keys(checkpoints.resolve(config.init_from))
 
 
-def train(config, backend, *, replicas, global_batch, chief=True, steps_per_loop=1,
+def train(config, backend, *, replicas, global_batch, chief=True,
           on_step: Optional[Callable] = None):
   """Trains `backend` to config.max_steps; returns the final global step.
 
@@ -113,7 +74,7 @@ def train(config, backend, *, replicas, global_batch, chief=True, steps_per_loop
   if chief:
     check_inputs(config)
   owner = ownership.own_run(config, replicas) if chief else contextlib.nullcontext()
-  run = Run(config, backend, global_batch, chief, steps_per_loop, on_step)
+  run = Run(config, backend, global_batch, chief, on_step)
   try:
     with owner:
       start = run.begin()
@@ -121,14 +82,8 @@ def train(config, backend, *, replicas, global_batch, chief=True, steps_per_loop
         logging.info("Step %d already reached --max_steps=%d; nothing to do", start,
                      config.max_steps)
         return start
-      with signals.stop_on_signals(getattr(backend, "stop_soon", None)) as run.stop_requested, \
-          run.profile:
-        if hasattr(backend, "drive"):
-          backend.drive(run, start)  # a loop that owns its iteration (Keras fit) calls `run`
-        else:
-          step = start
-          while step < config.max_steps:
-            step = run.call(step)
+      with signals.stop_on_signals(backend.stop_soon) as run.stop_requested, run.profile:
+        backend.drive(run, start)
       return run.finish()
   finally:
     run.close()
@@ -140,9 +95,9 @@ class Run:
   starts at `step` through the backend; a backend that owns its iteration (`drive`) calls
   `before(step)` and `after(step, k, steps)` around each of its own steps instead."""
 
-  def __init__(self, config, backend, global_batch, chief, steps_per_loop, on_step):
+  def __init__(self, config, backend, global_batch, chief, on_step):
     self.config, self.backend, self.chief = config, backend, chief
-    self.global_batch, self.steps_per_loop, self.on_step = global_batch, steps_per_loop, on_step
+    self.global_batch, self.on_step = global_batch, on_step
     self.profile = profiling.Window(config.train_dir, config.profile_steps if chief else None)
     self.stop_requested = signals.StopRequest()
     self.logger, self.last_step, self.speed = None, -1, None
@@ -177,25 +132,25 @@ class Run:
   def summarises(self, step):
     """Whether the step from `step` writes summaries: it starts a block of
     save_summaries_steps steps (asynchronous workers may jump over the block's first)."""
-    every = self.config.save_summaries_steps
-    return self.chief and (step % every == 0 or step // every > self.last_step // every)
+    return self.chief and cadence.due(self.config.save_summaries_steps, step, self.last_step)
 
   def call(self, step):
     """Runs the call of k steps that starts at 0-based `step`; returns the step after it."""
     config = self.config
-    k = call_length(step, config, self.steps_per_loop)
+    k = cadence.call_length(step, config, self.backend.max_steps_per_call)
     last = step + k - 1
-    logs = (step % config.log_frequency == 0 or last % config.log_frequency == 0
-            or last + 1 == config.max_steps)
-    saves = (step + k) // config.save_checkpoint_steps > step // config.save_checkpoint_steps
+    # A multiple of log_frequency can only be the call's first or last step (call_length).
+    logs = cadence.due(config.log_frequency, last, step - 1) or last + 1 == config.max_steps
+    saves = cadence.due(config.save_checkpoint_steps, step + k, step)
     summarise = self.summarises(step)  # then k is 1
     stop = bool(self.stop_requested)
     self.before(step)
     # With k > 1 the failing step is the first not applied: the global step after the call.
     failed_step = (lambda: step) if k == 1 else self.backend.global_step
     with errors.loss_checked(failed_step, lambda: last_checkpoint(config)):
-      out = self.backend.run(step, k, stop, record=summarise,
-                             sync=summarise or logs or saves or stop or last == config.max_steps - 1)
+      out = self.backend.run(Call(step, k, record=summarise, stop=stop,
+                                  sync=summarise or logs or saves or stop or last + 1 ==
+                                  config.max_steps))
     return self.after(step, k, out)
 
   def before(self, step):
@@ -213,11 +168,12 @@ class Run:
     self._log(done - k, lambda: out.loss)  # `step`, unless workers moved it
     if k > 1:
       self._log(done - 1, lambda: out.last_loss)
-    # Every process sees the same `stop` at the same step, so all of them take part in a
-    # collective save.
-    stopping = bool(out.stop) and done < config.max_steps
-    every = config.save_checkpoint_steps
-    if done // every > step // every or done >= config.max_steps or stopping:
+    # A backend that agrees a stop with its peers answers for the job: every process sees the
+    # same `stop` at the same step, so all of them take part in a collective save.
+    stop = bool(self.stop_requested) if out.stop is None else out.stop
+    stopping = stop and done < config.max_steps
+    if cadence.due(config.save_checkpoint_steps, done, step) or done >= config.max_steps \
+        or stopping:
       if not backend.all_finite():
         raise errors.NonFiniteState(done - 1, last_checkpoint(config))
       if self.chief:  # TensorFlow writes a checkpoint's files through any link at their names

@@ -16,6 +16,8 @@ import time
 
 from absl import logging
 
+from harness import cadence
+
 
 class StepLogger:
   """Call `after_step(step, loss_fn)` once per step; loss_fn is only called on log steps."""
@@ -33,8 +35,8 @@ class StepLogger:
     last_step = step + 1 == self.max_steps
     # Asynchronous workers see the global step jump: a line is due when `step` enters a new
     # block of log_frequency steps, which in a synchronous run is exactly at the multiples.
-    if step <= self.last or (step // self.log_frequency == self.last // self.log_frequency
-                             and not last_step):
+    if step <= self.last or not (cadence.due(self.log_frequency, step, self.last)
+                                 or last_step):
       return None
     loss = float(loss_fn())  # waits for the device, so the time below is honest
     elapsed, steps = time.time() - self.tick, step - self.last

@@ -69,20 +69,20 @@ class Backend(loop.CheckpointedBackend):
     self.iterator = iter(self.coordinator.create_per_worker_dataset(per_worker_dataset))
     self.writer = tf.summary.create_file_writer(config.train_dir)
 
-  def run(self, step, k, stop, record, sync):  # pylint: disable=unused-argument  # k is 1
+  def run(self, call):
     result = self.coordinator.schedule(self.trainer.step_fn, args=(self.iterator, self.no_stop))
-    if not sync:
-      return driver.Steps(None, None, stop=stop)
+    if not call.sync:
+      return driver.Steps(None, None)
     self.coordinator.join()
     loss, lr, _, _ = result.fetch()
-    done = step + 1
+    done = call.step + 1
     surplus = self.global_step() - done
     if surplus:
       # Nothing is in flight after join(), so this write races with no step.
       logging.warning("%d step(s) of a lost worker were applied and then run again; the "
                       "global step counts each scheduled step once", surplus)
       self.trainer.global_step.assign(done)
-    return driver.Steps(loss, lr, loss, lr, stop=stop)
+    return driver.Steps(loss, lr, loss, lr)
 
   def write_summaries(self, step, steps):
     with self.writer.as_default():

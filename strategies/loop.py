@@ -43,7 +43,7 @@ def build_trainer(config, strategy, summary_outputs=True, jit_compile=False):
       ema_reads=config.ema_reads, summary_outputs=summary_outputs, jit_compile=jit_compile)
 
 
-class CheckpointedBackend:
+class CheckpointedBackend(driver.Backend):
   """What the backends over a tf.train.Checkpoint state share (a Trainer, or the Keras path's
   State: `checkpoint()`, `params`, `averages`, `global_step`, `all_finite()`): resume,
   --init_from, the finiteness check, the save and the step. Subclasses set `config`, `state`
@@ -87,8 +87,9 @@ class CheckpointedBackend:
 class Backend(CheckpointedBackend):
   """A synchronous strategy's run for harness.driver (see its docstring for the methods)."""
 
-  def __init__(self, config, strategy, dataset=None, jit_compile=False):
+  def __init__(self, config, strategy, dataset=None, jit_compile=False, steps_per_loop=1):
     self.config, self.strategy, self.dataset = config, strategy, dataset
+    self.max_steps_per_call = steps_per_loop
     self.n = strategy.num_replicas_in_sync
     # Every worker saves (MultiWorkerMirroredStrategy's save is collective), the chief into
     # train_dir and the others into a scratch folder of their own there; all restore from
@@ -115,10 +116,11 @@ class Backend(CheckpointedBackend):
     self.writer = (tf.summary.create_file_writer(config.train_dir) if self.chief
                    else tf.summary.create_noop_writer())
 
-  def run(self, step, k, stop, record, sync):  # pylint: disable=unused-argument
-    out = self.trainer.train_steps(self.iterator, k, stop, record=record)
+  def run(self, call):
+    # The stop flag goes into the step: under MWMS it is agreed by all workers there.
+    out = self.trainer.train_steps(self.iterator, call.k, call.stop, record=call.record)
     return driver.Steps(out.loss, out.lr, out.last_loss, out.last_lr, stop=out.stop,
-                        record=out.record, ran=int(out.ran) if k > 1 else None)
+                        record=out.record, ran=int(out.ran) if call.k > 1 else None)
 
   def stop_soon(self):
     self.trainer.request_stop()
@@ -167,7 +169,7 @@ def run(config, strategy, dataset=None, on_step=None, steps_per_loop=1, jit_comp
   Raises UsageError on bad data, errors.NonFiniteLoss on a NaN/Inf loss (nothing of that
   step applied or saved) and errors.Stopped after saving on SIGTERM.
   """
-  backend = Backend(config, strategy, dataset, jit_compile)
+  backend = Backend(config, strategy, dataset, jit_compile, steps_per_loop)
   return driver.train(config, backend, replicas=backend.n,
                       global_batch=config.global_batch_size(backend.n), chief=backend.chief,
-                      steps_per_loop=steps_per_loop, on_step=on_step)
+                      on_step=on_step)

@@ -8,7 +8,7 @@ from benchmarks import profile_ops
 from cifar10 import config
 from cifar10.errors import UsageError
 from harness import profiling
-from harness import driver
+from harness import cadence
 from tests import helpers
 
 FLAGS = ("--dataset=synthetic", "--batch_size=4", "--max_steps=4")
@@ -41,9 +41,9 @@ def test_reading_a_train_dir_without_a_profile_is_one_line(tmp_path, capsys):
 def test_with_steps_per_loop_the_profile_starts_and_ends_between_calls():
   run = config.TrainConfig(train_dir="x", max_steps=100, log_frequency=50,
                            save_summaries_steps=50, profile_steps=(7, 12))
-  assert driver.call_length(1, run, 10) == 6    # 1..6, then the profile starts at 7
-  assert driver.call_length(7, run, 10) == 6    # 7..12, and it stops after 12
-  assert driver.call_length(13, run, 10) == 10
+  assert cadence.call_length(1, run, 10) == 6    # 1..6, then the profile starts at 7
+  assert cadence.call_length(7, run, 10) == 6    # 7..12, and it stops after 12
+  assert cadence.call_length(13, run, 10) == 10
 
 
 @pytest.mark.parametrize("value,message", [
