@@ -58,9 +58,11 @@ def unscaled(gradients, scale):
   return [tf.math.divide_no_nan(g, tf.cast(scale, g.dtype)) for g in gradients]
 
 
-def all_finite(gradients):
-  """Whether every value of every gradient is finite (a scalar bool tensor)."""
-  return tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(g)) for g in gradients]))
+def all_finite(tensors):
+  """Whether every value of every tensor is finite (a scalar bool tensor): the loss scale's
+  check of a step's gradients, and every trainer's check of its weights and moving averages
+  before a save."""
+  return tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(t)) for t in tensors]))
 
 
 def skipped_if_not(finite, gradients):

@@ -154,8 +154,7 @@ class Backend(driver.Backend):
           self.step_after = tf.identity(g.global_step.read_value())
         averages = [g.ema.average(v) for v in g.params.values()]
         loader = restore.Loader(g.global_step, g.params, dict(zip(g.params, averages)))
-        self.all_finite_op = tf.reduce_all(tf.stack(
-            [tf.reduce_all(tf.math.is_finite(v)) for v in list(g.params.values()) + averages]))
+        self.all_finite_op = precision.all_finite(list(g.params.values()) + averages)
       # Global variables only: local ones (SyncReplicas' local step) are this worker's.
       uninitialized = (None if self.chief else
                        v1.report_uninitialized_variables(v1.global_variables()))

@@ -66,8 +66,7 @@ def build(config, devices, start, arrays, graph):
     saver = v1.train.Saver(max_to_keep=config.max_checkpoints_to_keep, save_relative_paths=True)
     averages = {n: g.ema.average(v) for n, v in g.params.items()}
     loader = restore.Loader(g.global_step, g.params, averages)
-    tracked = list(g.params.values()) + list(averages.values())
-    all_finite = tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(v)) for v in tracked]))
+    all_finite = precision.all_finite(list(g.params.values()) + list(averages.values()))
     init = v1.global_variables_initializer()
     local_init = v1.local_variables_initializer()
     writer = v1.summary.FileWriter(config.train_dir, graph)

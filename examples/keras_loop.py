@@ -59,8 +59,7 @@ class State:
 
   @tf.function
   def all_finite(self):
-    tracked = list(self.params.values()) + list(self.averages.values())
-    return tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(v)) for v in tracked]))
+    return precision.all_finite(list(self.params.values()) + list(self.averages.values()))
 
   def checkpoint(self):
     return tf.train.Checkpoint(global_step=self.global_step, params=self.params,

@@ -76,9 +76,7 @@ class TrainingState:
   @tf.function(autograph=False)  # nothing here branches on a tensor: no conversion to pay
   def all_finite(self):
     """Whether every weight and moving average is finite (checked before every save)."""
-    values = [tf.reduce_all(tf.math.is_finite(v)) for v in self.shards]
-    values += [tf.reduce_all(tf.math.is_finite(self.ema.average(s))) for s in self.shards]
-    return tf.reduce_all(tf.stack(values))
+    return precision.all_finite(self.shards + [self.ema.average(s) for s in self.shards])
 
   def checkpoint(self):
     """Weights, EMA shadows, global step and a dynamic loss scale's state. Plain SGD has no

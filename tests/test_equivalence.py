@@ -136,3 +136,18 @@ def test_the_report_of_the_command_passes_and_flags_a_difference():
   rows = compare.compare({"w": np.ones(3, np.float32)},
                          {"w": np.array([1, 1, 1 + 2 ** -23], np.float32)})
   assert not rows[0].ok and rows[0].max_abs == 2 ** -23
+
+
+def test_the_comparison_is_the_kits_difference_and_nan_is_never_equal():
+  """equivalence and porting had two differences that disagreed on NaN (equivalence called a
+  NaN against the same NaN equal); there is one now, porting.diffs."""
+  nan = np.array([1.0, np.nan], np.float32)
+  rows = compare.compare({"w": nan, "v": np.ones(2, np.float32)},
+                         {"w": nan.copy(), "v": np.ones(2, np.float32)})
+  assert [r.ok for r in rows] == [False, True]
+  rows = compare.compare({"w": np.array([np.inf], np.float32)},
+                         {"w": np.array([np.inf], np.float32)}, rel_tolerance=1.0)
+  assert not rows[0].ok
+  rows = compare.compare({"w": np.array([2.0, 4.0], np.float32)},
+                         {"w": np.array([2.0, 4.5], np.float32)}, rel_tolerance=0.125)
+  assert rows[0].ok and rows[0].max_abs == 0.5 and rows[0].max_rel == 0.125
