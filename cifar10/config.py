@@ -9,13 +9,16 @@ import dataclasses
 import math
 from typing import Optional
 
-from cifar10.errors import PREEMPTED_EXIT_STATUS
 from cifar10.errors import UsageError
 from cifar10.hparams import DEFAULT
 
 # Both trainers hold the learning rate as a float32: a larger one would silently become Inf.
 FLOAT32_MAX = 3.4028234663852886e38
 
+# The exit status after a SIGTERM made the run save and stop (--preemption_exit_code's
+# default): what a process killed by SIGTERM reports, which restart policies retry
+# (harness.run_errors).
+PREEMPTED_EXIT_STATUS = 143
 DATASETS = ("synthetic", "cifar10_bin", "cifar10")
 # Which weights and step the moving averages read in a training step: those the update
 # produces, or those it replaces (the original's usual, but unenforced, order).

@@ -17,7 +17,6 @@ from absl import logging
 import tensorflow as tf
 
 from cifar10 import checkpoints
-from cifar10 import errors
 from cifar10 import precision
 from compat_v1 import devices as v1_devices
 from compat_v1 import inputs
@@ -25,6 +24,7 @@ from compat_v1 import restore
 from compat_v1.step import build_train_graph
 from compat_v1.step import TrainGraph
 from harness import driver
+from harness import run_errors
 
 v1 = tf.compat.v1
 
@@ -117,7 +117,7 @@ class Backend(driver.Backend):
       try:
         b.saver.restore(self.sess, path)
       except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
-        raise errors.cannot_resume(path, e) from None
+        raise run_errors.cannot_resume(path, e) from None
       b.saver.recover_last_checkpoints(self.keep)  # --max_checkpoints_to_keep spans restarts
     else:
       self.sess.run(b.init)
@@ -161,8 +161,8 @@ def run(config, devices, session_config, dataset=None, on_step=None):
   dataset: the examples to train on, (images, labels) numpy arrays; default: config.dataset.
   on_step: called as on_step(step, loss, learning_rate) after each step (0-based step; the
     loss and rate of that step, as numpy values), e.g. by the benchmark's clock.
-  Raises UsageError on bad data, errors.NonFiniteLoss on a NaN/Inf loss (nothing of that
-  step applied or saved) and errors.Stopped after saving on SIGTERM.
+  Raises UsageError on bad data, run_errors.NonFiniteLoss on a NaN/Inf loss (nothing of that
+  step applied or saved) and run_errors.Stopped after saving on SIGTERM.
   """
   n = len(devices)
   return driver.train(config, Backend(config, devices, session_config, dataset), replicas=n,

@@ -27,12 +27,12 @@ from absl import logging
 import keras
 import tensorflow as tf
 
-from cifar10 import errors
 from cifar10 import data_sources
 from cifar10 import input_pipeline
 from cifar10 import precision
 from examples import keras_model
 from harness import driver
+from harness import run_errors
 from strategies import loop
 
 
@@ -81,7 +81,7 @@ class _Steps(keras.callbacks.Callback):
     done = int(self.state.global_step.numpy())
     loss = (logs or {}).get("loss")  # Keras's running mean over the epoch
     if loss is not None and not tf.math.is_finite(float(loss)):
-      raise errors.NonFiniteLoss(done - 1, driver.last_checkpoint(self.run.config))
+      raise run_errors.NonFiniteLoss(done - 1, driver.last_checkpoint(self.run.config))
     self.state.apply_ema()
     if self.run.after(done - 1, 1, driver.Steps(loss, None, loss, None)) \
         >= self.run.config.max_steps:
@@ -156,7 +156,7 @@ class Backend(loop.CheckpointedBackend):
 
 def fit(config, strategy, callbacks=()):
   """Trains with model.fit under `strategy`; returns the final step count. `callbacks` go
-  to fit after the loop's own (the benchmark's clock is one). Raises errors.Stopped after
+  to fit after the loop's own (the benchmark's clock is one). Raises run_errors.Stopped after
   saving on SIGTERM or Ctrl-C."""
   backend = Backend(config, strategy, callbacks)
   return driver.train(config, backend, replicas=backend.n,

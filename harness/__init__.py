@@ -4,6 +4,8 @@
               schedule of logs, summaries, saves and profiles, stops), the loops its backends
   backend     what a loop is to the driver: the Backend base class, a Call and its Steps
   cadence     when a thing counted in steps is due (`due`), how long a call may run
+  run_errors  a run's control errors: a stop after saving (exit 143, 130), a NaN or Inf loss
+              or state, a checkpoint that does not restore
   run_folder  a run folder on any tf.io.gfile filesystem: index, recovery, debris
   run_record  the settings a run's numbers depend on, kept in train_dir and checked on restart
   ownership   one run per train_dir (an OS lock naming its owner); usable output folders

@@ -7,8 +7,8 @@ global FlagValues, absl's flags.FLAGS); `call(define_flags, main, argv)` runs th
 inside this process (the tests do), with the same parsing, the same messages and the exit
 status returned instead of exiting.
 
-  UsageError            error: <message>    exit 2
-  errors.Stopped        stopped: <message>  exit --preemption_exit_code (143); 130 on Ctrl-C
+  UsageError, PortError  error: <message>  exit 2 (main may also return its exit status)
+  run_errors.Stopped     stopped: <message> exit --preemption_exit_code (143); 130 on Ctrl-C
   KeyboardInterrupt     error: interrupted  exit 130
   TF placement failure  error: <one line>   exit 2 (soft placement off, see `placement`)
   disk full, read-only  error: <one line>   exit 2 (see `storage`)
@@ -23,10 +23,11 @@ from absl import app
 from absl import flags
 from absl import logging
 
-from cifar10 import errors
 from cifar10.errors import UsageError
 from harness import flag_ranges
 from harness import quiet
+from harness import run_errors
+from porting.errors import PortError
 
 # TensorFlow's words for "this op cannot go where it was asked" (eager, tf.function, Session).
 _PLACEMENT = (r"Could not satisfy device specification '(?P<device>[^']+)'",
@@ -149,9 +150,9 @@ def _main(main, values, args, takes_args):
   try:
     check_paths((f"--{name}", url) for name, url in flag_ranges.urls(values))
     return main(values, args) if takes_args else main(values)
-  except UsageError as e:
+  except (UsageError, PortError) as e:
     _fail(str(e))
-  except errors.Stopped as e:
+  except run_errors.Stopped as e:
     print(f"stopped: {e}", file=sys.stderr, flush=True)
     raise Exit(e.status) from None
   except KeyboardInterrupt:
@@ -162,7 +163,7 @@ def _main(main, values, args, takes_args):
     # never wait for TensorFlow to import.
     lost = peer_lost(e)
     if lost is not None:  # not the user's fault: a status restart policies retry
-      _fail(str(lost), status=errors.PREEMPTED_EXIT_STATUS)
+      _fail(str(lost), status=run_errors.PREEMPTED_EXIT_STATUS)
     error = (placement(str(e)) if type(e).__name__ == "InvalidArgumentError"
              else storage(e) or server(e))
     if error is None:
@@ -201,7 +202,7 @@ def app_run(fv, define_flags, main, takes_args=False):
 
   def run(argv):
     try:
-      _main(main, fv, argv[1:], takes_args)
+      sys.exit(_status(_main(main, fv, argv[1:], takes_args)))
     except Exit as e:
       sys.exit(e.status)
 
@@ -215,7 +216,12 @@ def call(define_flags, main, argv, takes_args=False):
   define_flags(fv)
   try:
     args = _parse(fv, ["binary", *argv])[1:]
-    _main(main, fv, args, takes_args)
+    return _status(_main(main, fv, args, takes_args))
   except Exit as e:
     return e.status
-  return 0
+
+
+def _status(returned):
+  """The exit status of a main that returned `returned`: an int is one (the porting kit's
+  verdict, 0 or 1); anything else is success."""
+  return returned if type(returned) is int else 0  # pylint: disable=unidiomatic-typecheck

@@ -28,11 +28,11 @@ from absl import logging
 
 from cifar10 import checkpoints
 from cifar10 import data_sources
-from cifar10 import errors
 from harness import cadence
 from harness import ownership
 from harness import profiling
 from harness import progress
+from harness import run_errors
 from harness import run_folder
 from harness import signals
 from harness.backend import Backend  # pylint: disable=unused-import  # the loops subclass it here
@@ -68,8 +68,8 @@ def train(config, backend, *, replicas, global_batch, chief=True,
   replicas: what the run record keeps (replicas of a synchronous job, workers x towers of an
   asynchronous one); global_batch: the examples one global step consumes (for the progress
   line). on_step(step, loss, lr) after each step (with k > 1 after a call's first and last).
-  Raises UsageError (one line), errors.NonFiniteLoss / NonFiniteState (nothing non-finite
-  saved) and errors.Stopped after saving on SIGTERM or Ctrl-C.
+  Raises UsageError (one line), run_errors.NonFiniteLoss / NonFiniteState (nothing non-finite
+  saved) and run_errors.Stopped after saving on SIGTERM or Ctrl-C.
   """
   if chief:
     check_inputs(config)
@@ -147,7 +147,7 @@ class Run:
     self.before(step)
     # With k > 1 the failing step is the first not applied: the global step after the call.
     failed_step = (lambda: step) if k == 1 else self.backend.global_step
-    with errors.loss_checked(failed_step, lambda: last_checkpoint(config)):
+    with run_errors.loss_checked(failed_step, lambda: last_checkpoint(config)):
       out = self.backend.run(Call(step, k, record=summarise, stop=stop,
                                   sync=summarise or logs or saves or stop or last + 1 ==
                                   config.max_steps))
@@ -159,7 +159,7 @@ class Run:
   def after(self, step, k, out):
     """Everything due after the call of `k` steps from `step` that returned Steps `out`:
     summaries, log lines, the finiteness check and the save, the profile, the stop. Returns
-    the global step after the call; raises errors.Stopped after saving on a stop request."""
+    the global step after the call; raises run_errors.Stopped after saving on a stop request."""
     config, backend = self.config, self.backend
     k = out.ran or k
     done = out.done if out.done is not None else step + k
@@ -175,7 +175,7 @@ class Run:
     if cadence.due(config.save_checkpoint_steps, done, step) or done >= config.max_steps \
         or stopping:
       if not backend.all_finite():
-        raise errors.NonFiniteState(done - 1, last_checkpoint(config))
+        raise run_errors.NonFiniteState(done - 1, last_checkpoint(config))
       if self.chief:  # TensorFlow writes a checkpoint's files through any link at their names
         run_folder.unlink_links(config.train_dir)
       path = backend.save(done)
@@ -187,7 +187,7 @@ class Run:
         self.on_step(done - 1, out.last_loss, out.last_lr)
     if stopping:
       # The step saved: asynchronous workers may have moved the shared step past `done`.
-      raise errors.stopped(backend.global_step(), path or last_checkpoint(config),
+      raise run_errors.stopped(backend.global_step(), path or last_checkpoint(config),
                            self.stop_requested.signal, config.preemption_exit_code)
     return done
 

@@ -19,8 +19,8 @@ import sys
 import threading
 import time
 
-from cifar10 import errors
 from harness import gpu_split
+from harness import run_errors
 
 HOST = "127.0.0.1"
 
@@ -131,7 +131,7 @@ def describe(status):
             "could: launch it again to continue")
   if status == 124:
     return "the job ran out of --timeout_secs and was stopped"
-  if status == errors.PREEMPTED_EXIT_STATUS:
+  if status == run_errors.PREEMPTED_EXIT_STATUS:
     return ("a task was asked to stop (SIGTERM) and saved a checkpoint: launch the job again "
             "to continue")
   return f"the job failed (exit status {status})"

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10.errors import UsageError
+from porting import filesystems
 
 # What an interrupted save leaves behind: the shards' temporary folder (`ckpt-7_temp`,
 # `model.ckpt-7_temp_<hex>`) and the files written atomically through a temporary name
@@ -61,14 +62,10 @@ def check_filesystem(path, what):
   or s3:// without their plug-in; a typo): every later read or write would fail deep inside
   TensorFlow or tensorflow-datasets. `what` names where the path came from (a flag, or
   words for an argument)."""
-  match = _SCHEME.match(path)
-  schemes = tf.io.gfile.get_registered_schemes()
-  if match and match[0][:-3] not in schemes:
-    have = ", ".join(f"{s}://" for s in sorted(schemes) if s)
-    named = f"{what}={path}" if what.startswith("--") else f"{what} {path}"
-    raise UsageError(f"{named}: TensorFlow has no filesystem for {match[0]} here (it "
-                     f"has {have} and local paths); install the plug-in that adds it, or "
-                     "give a path it has")
+  why = filesystems.missing(path)
+  if why:
+    raise UsageError(f"{what}={path}: {why}" if what.startswith("--") else
+                     f"{what} {path}: {why}")
 
 
 def write_atomically(path, text):

@@ -39,6 +39,7 @@
   tf1_variables  tf.Variable weights in tower code, shared by the towers as get_variable's
   record      the TF1 side recorded where its TensorFlow runs, replayed where the port's does
   errors      PortError: one line, no traceback, from the command line
+  filesystems whether TensorFlow has a filesystem for a path's URL scheme here
 
 Nothing here knows CIFAR-10; MIGRATION.md ("Port your own model") walks through a second
 model end to end.

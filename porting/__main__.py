@@ -21,10 +21,11 @@ import re
 import sys
 import traceback
 
+from absl import app
 from absl import flags
 
-from cifar10.errors import UsageError
-from harness import cli
+from porting import filesystems
+from porting.errors import PortError
 
 COMMANDS = ("compare", "record", "tf1_to_tf2", "tf2_to_tf1")
 # porting.devices.MAX_REPLICAS, read here before TensorFlow is imported (a test holds them equal).
@@ -62,28 +63,32 @@ def define_flags(fv):
 def _load(reference, what):
   module_name, _, attribute = (reference or "").partition(":")
   if not module_name or not attribute:
-    raise UsageError(f"--{what} must be module:attribute (e.g. my_team.port:PORT), got "
+    raise PortError(f"--{what} must be module:attribute (e.g. my_team.port:PORT), got "
                      f"{reference!r}")
   sys.path.insert(0, os.getcwd())  # the team's own modules, from where the command runs
   try:
     module = importlib.import_module(module_name)
   except ImportError as e:
-    raise UsageError(f"--{what}: cannot import {module_name} ({e})") from None
+    raise PortError(f"--{what}: cannot import {module_name} ({e})") from None
   if not hasattr(module, attribute):
-    raise UsageError(f"--{what}: {module_name} has no {attribute!r}")
+    raise PortError(f"--{what}: {module_name} has no {attribute!r}")
   return getattr(module, attribute)
 
 
 def main(values, args):
   if not args or args[0] not in COMMANDS:
-    raise UsageError(f"give a command: {', '.join(COMMANDS)}")
+    raise PortError(f"give a command: {', '.join(COMMANDS)}")
   command, paths = args[0], args[1:]
   if command == "record" and len(paths) != 1:
-    raise UsageError("record takes one path: the folder to record the TF1 side in")
+    raise PortError("record takes one path: the folder to record the TF1 side in")
   if command in ("tf1_to_tf2", "tf2_to_tf1") and len(paths) != 2:
-    raise UsageError(f"{command} takes two paths: the checkpoint to read and the one to write")
-  cli.check_paths([("--start_from", values.start_from), ("--record", values.record),
-                   *(("the path", path) for path in paths)])
+    raise PortError(f"{command} takes two paths: the checkpoint to read and the one to write")
+  for what, path in (("--start_from", values.start_from), ("--record", values.record),
+                     *(("the path", path) for path in paths)):
+    why = filesystems.missing(path)
+    if why:
+      raise PortError(f"{what}={path}: {why}" if what.startswith("--") else
+                      f"{what} {path}: {why}")
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   import porting  # pylint: disable=g-import-not-at-top  # imports TensorFlow
   try:
@@ -91,7 +96,7 @@ def main(values, args):
     port = _load(values.port, "port")
     port = port if isinstance(port, porting.Port) else port()
     if not isinstance(port, porting.Port):
-      raise UsageError(f"--port={values.port} is not a porting.Port")
+      raise PortError(f"--port={values.port} is not a porting.Port")
     if command == "compare" and values.record:
       batches = None  # the record's
     else:
@@ -108,24 +113,20 @@ def main(values, args):
                                tolerance=values.tolerance, start_from=values.start_from,
                                record=values.record)
       print(report.text())
-      if not report.equal:
-        raise cli.Exit(1)
-      return
+      return 0 if report.equal else 1  # a verdict: only with a report printed
     example = batches(0) if callable(batches) else list(batches)[0]
     convert = porting.tf1_to_tf2 if command == "tf1_to_tf2" else porting.tf2_to_tf1
     print(f"wrote {convert(port, paths[0], paths[1], example, overwrite=values.overwrite)}")
-  except porting.PortError as e:
+  except PortError:
     _quiet_at_exit()
-    raise UsageError(str(e)) from None
-  except (UsageError, cli.Exit):
     raise
   except SystemExit as e:  # the team's module or tower code exited: there is no verdict
     _quiet_at_exit()
-    raise UsageError(_where(e, f"exited (sys.exit({e.code!r}))") + "; no comparison ran "
+    raise PortError(_where(e, f"exited (sys.exit({e.code!r}))") + "; no comparison ran "
                      "to its end") from None
   except Exception as e:  # pylint: disable=broad-except  # the team's own code failed
     _quiet_at_exit()
-    raise UsageError(_where(e)) from None
+    raise PortError(_where(e)) from None
 
 
 def _quiet_at_exit():
@@ -159,5 +160,34 @@ def _where(error, did=None):
   return f"the port raised {name}{at}: {message}"
 
 
+def command_line():
+  """`python -m porting`: absl's parsing (--help, --flagfile) and exit statuses of its own
+  (the kit imports nothing of the project): 0 EQUAL, 1 NOT EQUAL, and every failure one line
+  on stderr, exit 2 (130 on Ctrl-C)."""
+  define_flags(flags.FLAGS)
+
+  def fail(message, status=2):
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    sys.exit(status)
+
+  def parse(argv):
+    try:
+      return flags.FLAGS(argv)
+    except flags.Error as e:
+      fail(str(e).removeprefix("ERROR:: "))
+    except UnicodeDecodeError:
+      fail("a --flagfile is not UTF-8 text: save it as UTF-8, one --flag=value per line")
+
+  def run(argv):
+    try:
+      sys.exit(main(flags.FLAGS, argv[1:]) or 0)
+    except PortError as e:
+      fail(str(e))
+    except KeyboardInterrupt:
+      fail("interrupted", status=130)
+
+  app.run(run, flags_parser=parse)
+
+
 if __name__ == "__main__":
-  cli.app_run(flags.FLAGS, define_flags, main, takes_args=True)
+  command_line()

@@ -19,11 +19,11 @@ from absl import logging
 import tensorflow as tf
 
 from cifar10 import data_sources
-from cifar10 import errors
 from cifar10 import model
 from cifar10 import precision
 from cifar10 import summaries
 from harness import driver
+from harness import run_errors
 from harness import run_folder
 from strategies import histograms
 from strategies.inputs import distributed_input
@@ -59,7 +59,7 @@ class CheckpointedBackend(driver.Backend):
     try:
       self.state.checkpoint().restore(path).assert_existing_objects_matched()
     except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
-      raise errors.cannot_resume(path, e) from None
+      raise run_errors.cannot_resume(path, e) from None
     return self.global_step()
 
   def initialize(self, values):
@@ -166,8 +166,8 @@ def run(config, strategy, dataset=None, on_step=None, steps_per_loop=1, jit_comp
     ends a call after the step in hand.
   jit_compile: XLA compiles each replica's forward and backward pass (--jit_compile); outside
     the bit-equality contract (XLA fuses and reorders float arithmetic).
-  Raises UsageError on bad data, errors.NonFiniteLoss on a NaN/Inf loss (nothing of that
-  step applied or saved) and errors.Stopped after saving on SIGTERM.
+  Raises UsageError on bad data, run_errors.NonFiniteLoss on a NaN/Inf loss (nothing of that
+  step applied or saved) and run_errors.Stopped after saving on SIGTERM.
   """
   backend = Backend(config, strategy, dataset, jit_compile, steps_per_loop)
   return driver.train(config, backend, replicas=backend.n,

@@ -19,6 +19,7 @@ from cifar10 import config
 from cifar10 import errors
 from harness import ownership
 from harness import run_folder
+from harness import run_errors
 from tests import helpers
 
 
@@ -40,7 +41,7 @@ def test_train_stop_resume_and_evaluate_on_ram(trainer, tmp_path, monkeypatch, c
 
   previous = signal.getsignal(signal.SIGTERM)
   try:
-    with pytest.raises(errors.Stopped) as stopped:
+    with pytest.raises(run_errors.Stopped) as stopped:
       trainer(run, on_step=preempt)
   finally:
     signal.signal(signal.SIGTERM, previous)

@@ -12,11 +12,11 @@ import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10 import config
-from cifar10 import errors
 from cifar10 import model
 from harness import driver
 from harness import run_folder
 from harness import signals
+from harness import run_errors
 
 
 class Numbers(driver.Backend):
@@ -128,10 +128,10 @@ def test_the_same_lines_summaries_and_saves_at_any_call_length(most, tmp_path, m
 def test_a_stop_saves_once_at_the_step_reached(stop_after, saved, job_stop, tmp_path,
                                                monkeypatch, caplog):
   backend = Numbers(tmp_path, stop_after=stop_after, job_stop=job_stop)
-  with pytest.raises(errors.Stopped) as stopped:
+  with pytest.raises(run_errors.Stopped) as stopped:
     _train(_config(tmp_path), backend, monkeypatch, caplog)
   assert backend.saves == saved and backend.step == saved[0] and backend.closed
-  assert stopped.value.status == errors.PREEMPTED_EXIT_STATUS
+  assert stopped.value.status == run_errors.PREEMPTED_EXIT_STATUS
   assert f"ckpt-{saved[0]}" in str(stopped.value)
 
 
@@ -143,7 +143,7 @@ def test_a_stop_at_the_last_step_is_a_normal_end(tmp_path, monkeypatch, caplog):
 
 def test_a_state_that_is_not_finite_is_never_saved(tmp_path, monkeypatch, caplog):
   backend = Numbers(tmp_path, finite_until=3)
-  with pytest.raises(errors.NonFiniteState, match="after step 4; not saved"):
+  with pytest.raises(run_errors.NonFiniteState, match="after step 4; not saved"):
     _train(_config(tmp_path), backend, monkeypatch, caplog)
   assert backend.saves == [] and backend.calls[-1] == (4, 1)
   assert checkpoints.steps(str(tmp_path)) == []
@@ -152,7 +152,7 @@ def test_a_state_that_is_not_finite_is_never_saved(tmp_path, monkeypatch, caplog
 def test_resume_beats_init_from_and_init_from_starts_a_new_run(tmp_path, monkeypatch, caplog):
   init = _model_checkpoint(str(tmp_path / "other" / "model.ckpt-7"), 7)
   fresh = Numbers(tmp_path / "run")
-  with pytest.raises(errors.Stopped):  # a run from --init_from's step 7, stopped at 8
+  with pytest.raises(run_errors.Stopped):  # a run from --init_from's step 7, stopped at 8
     fresh.stop_after = 7
     _train(_config(tmp_path / "run", init_from=init), fresh, monkeypatch, caplog)
   assert fresh.how == ("initialize", 7) and fresh.calls == [(7, 1)] and fresh.saves == [8]

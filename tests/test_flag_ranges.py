@@ -16,12 +16,13 @@ from harness import cli
 from harness import flag_ranges
 from tests import helpers
 
-# Every module a user runs with `python -m` (each ends in cli.app_run): found, not listed, so a
-# new binary is walked too.
+# Every module a user runs with `python -m` (each ends in cli.app_run; the porting kit's has a
+# runner of its own): found, not listed, so a new binary is walked too.
 BINARIES = sorted(
     os.path.relpath(path, helpers.REPO)[:-3].replace(os.sep, ".")
     for path in glob.glob(os.path.join(helpers.REPO, "*", "*.py"))
-    if "/tests/" not in path and "cli.app_run(" in open(path, encoding="utf-8").read())
+    if "/tests/" not in path and ("cli.app_run(" in open(path, encoding="utf-8").read()
+                                  or path.endswith("porting/__main__.py")))
 SPECIALS = (0, -1, 2 ** 31, 2 ** 63, -2 ** 63, "nan", "inf", "-inf", "", "x")
 
 

@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from cifar10 import data_sources as sources
 from cifar10 import input_pipeline as ip
+from harness import run_errors
 from equivalence import runs
 from strategies import devices as tf2_devices
 from examples import keras_model
@@ -112,7 +113,6 @@ def test_sigterm_saves_and_the_restart_ends_with_the_uninterrupted_bits(tmp_path
   import signal  # pylint: disable=g-import-not-at-top
   import keras  # pylint: disable=g-import-not-at-top
   from cifar10 import config  # pylint: disable=g-import-not-at-top
-  from cifar10 import errors  # pylint: disable=g-import-not-at-top
   from examples import keras_loop  # pylint: disable=g-import-not-at-top
 
   class Preempt(keras.callbacks.Callback):
@@ -125,7 +125,7 @@ def test_sigterm_saves_and_the_restart_ends_with_the_uninterrupted_bits(tmp_path
                            max_steps=7, save_checkpoint_steps=100)
   previous = signal.getsignal(signal.SIGTERM)
   try:
-    with pytest.raises(errors.Stopped) as stopped:
+    with pytest.raises(run_errors.Stopped) as stopped:
       keras_loop.fit(run, strategy, callbacks=[Preempt()])
   finally:
     signal.signal(signal.SIGTERM, previous)

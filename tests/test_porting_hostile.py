@@ -6,6 +6,7 @@ was taken; --replicas=1000 never ended; sys.exit(0) in the team's module exited 
 job reads as "equal"."""
 
 import math
+import os
 import subprocess
 import sys
 
@@ -110,3 +111,36 @@ def test_the_error_is_the_last_line_after_a_failed_restore(tmp_path):
   # Before: ~20 "Value in checkpoint could not be found" warnings followed the error.
   line = helpers.check_one_line(result, f"error: cannot restore the TF2 model from {other}: ")
   assert "unrestored" not in result.stderr and line == result.stderr.rstrip().splitlines()[-1]
+
+
+def test_the_kit_imports_nothing_of_the_project():
+  """README: the kit (its command line included) stands alone, for teams that take it
+  without the trainers. Before: porting/__main__.py imported cifar10.errors and harness.cli."""
+  import glob  # pylint: disable=g-import-not-at-top
+  ours = ("cifar10", "harness", "strategies", "compat_v1", "equivalence", "examples",
+          "benchmarks")
+  found = []
+  for path in glob.glob(os.path.join(helpers.REPO, "porting", "*.py")):
+    with open(path, encoding="utf-8") as f:
+      for number, line in enumerate(f, 1):
+        words = line.split()
+        if words[:1] in (["import"], ["from"]) and words[1].split(".")[0] in ours:
+          found.append(f"{os.path.basename(path)}:{number}: {line.strip()}")
+  assert not found, found
+
+
+@pytest.mark.slow  # processes of their own: the kit's runner, not harness.cli's
+@pytest.mark.parametrize("args, status, last", [
+    (("--replicas=0", "compare"), 2, "error: flag --replicas=0: 0 is not an integer in the "
+     "range [1, 64]"),
+    (("--bogus",), 2, "error: Unknown command line flag 'bogus'"),
+    (("compare", "--port=no_such_module:port"), 2, "error: --port: cannot import "
+     "no_such_module (No module named 'no_such_module')"),
+    (("--port=tests.bn_momentum_port:port", "--batches=tests.bn_momentum_port:batches",
+      "--steps=1", "compare"), 1, "NOT EQUAL"),
+])
+def test_the_kits_own_command_line_exit_statuses(args, status, last):
+  result = subprocess.run([sys.executable, "-m", "porting", *args], capture_output=True,
+                          text=True, timeout=120, env=helpers.env(), cwd=helpers.REPO)
+  out = (result.stdout if status == 1 else result.stderr).strip().splitlines()
+  assert result.returncode == status and out[-1] == last, result.stderr[-1500:]

@@ -13,9 +13,9 @@ import pytest
 
 from cifar10 import checkpoints
 from cifar10 import config
-from cifar10 import errors
 from equivalence import runs
 from harness import cadence
+from harness import run_errors
 from tests import helpers
 
 REPLICAS = ("/cpu:0", "/cpu:1")
@@ -69,7 +69,7 @@ def test_k_steps_per_call_write_the_run_of_one_step_per_call(tmp_path):
 def test_a_nan_inside_a_call_names_the_step_it_happened_at(tmp_path):
   stops = []
   for k in (1, 4):
-    with pytest.raises(errors.NonFiniteLoss) as failure:
+    with pytest.raises(run_errors.NonFiniteLoss) as failure:
       _run(tmp_path / f"k{k}", k, learning_rate=1e4, max_steps=40, save_checkpoint_steps=100,
            log_frequency=100, save_summaries_steps=100)
     stops.append(failure.value.step)
@@ -99,7 +99,7 @@ def test_a_sigterm_inside_a_long_call_stops_after_the_step_in_hand(tmp_path):
   def after(step, *_):
     if step == 0:  # step 0 is a call of its own; the next one runs steps 1-39
       kill.start()
-  with pytest.raises(errors.Stopped) as stop:
+  with pytest.raises(run_errors.Stopped) as stop:
     _run(tmp_path / "stopped", 39, on_step=after, **flags)
   kill.join()
   stopped = checkpoints.read(str(tmp_path / "stopped")).global_step

@@ -118,7 +118,7 @@ def test_ctrl_c_finishes_the_step_saves_and_a_second_one_quits(trainer, tmp_path
   # periodic checkpoint.
   from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top
   from cifar10 import config  # pylint: disable=g-import-not-at-top
-  from cifar10 import errors  # pylint: disable=g-import-not-at-top
+  from harness import run_errors  # pylint: disable=g-import-not-at-top
   train = helpers.train_tf2 if trainer == "tf2" else helpers.train_v1
   previous = signal.getsignal(signal.SIGINT)
   run = config.TrainConfig(train_dir=str(tmp_path / "a"), dataset="synthetic", batch_size=4,
@@ -132,7 +132,7 @@ def test_ctrl_c_finishes_the_step_saves_and_a_second_one_quits(trainer, tmp_path
     return on_step
 
   try:
-    with pytest.raises(errors.Stopped) as stopped:
+    with pytest.raises(run_errors.Stopped) as stopped:
       train(run, on_step=press(1, at=2))
     assert stopped.value.status == 130
     path = str(tmp_path / "a" / ("ckpt-4" if trainer == "tf2" else "model.ckpt-4"))
@@ -155,7 +155,7 @@ def test_a_sigterm_stop_exits_with_the_preemption_exit_code(trainer, tmp_path):
   # 128-255 only), so a preempted pod that saved was never restarted.
   from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top
   from cifar10 import config  # pylint: disable=g-import-not-at-top
-  from cifar10 import errors  # pylint: disable=g-import-not-at-top
+  from harness import run_errors  # pylint: disable=g-import-not-at-top
   train = helpers.train_tf2 if trainer == "tf2" else helpers.train_v1
   previous = signal.getsignal(signal.SIGTERM)
 
@@ -168,7 +168,7 @@ def test_a_sigterm_stop_exits_with_the_preemption_exit_code(trainer, tmp_path):
       run = config.TrainConfig(train_dir=str(tmp_path / folder), dataset="synthetic",
                                batch_size=4, max_steps=100, save_checkpoint_steps=1000,
                                **({} if code is None else {"preemption_exit_code": code}))
-      with pytest.raises(errors.Stopped) as stopped:
+      with pytest.raises(run_errors.Stopped) as stopped:
         train(run, on_step=on_step)
       assert stopped.value.status == (143 if code is None else code)
       assert str(stopped.value).startswith("SIGTERM after step 3; saved ")

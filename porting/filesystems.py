@@ -1,0 +1,22 @@
+"""Whether TensorFlow has a filesystem for a path's URL scheme here (hdfs:// and s3:// come
+with plug-ins; a typo has none): asked before anything reads or writes the path, so that the
+answer is one line, not an UnimplementedError from deep inside a reader."""
+
+import re
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def missing(path):
+  """Why TensorFlow cannot reach `path` here (one line), or None: a local path, or a URL of
+  a scheme it has a filesystem for."""
+  match = _SCHEME.match(path or "")
+  if not match:
+    return None
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top  # only for a URL
+  schemes = tf.io.gfile.get_registered_schemes()
+  if match[1] in schemes:
+    return None
+  have = ", ".join(f"{s}://" for s in sorted(schemes) if s)
+  return (f"TensorFlow has no filesystem for {match[1]}:// here (it has {have} and local "
+          "paths); install the plug-in that adds it, or give a path it has")
