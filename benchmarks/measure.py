@@ -4,8 +4,8 @@ Each function sets up N devices (this must be the process's first TensorFlow wor
 `warmup` untimed steps (tracing, graph optimisation) and returns the seconds of the next
 `steps` steps:
 
-  tf2         strategies.loop.run, the real TF2 loop (steps_per_loop steps per call)
-  v1          compat_v1.loop.run, the real tower loop
+  tf2         strategies.loop.train, the real TF2 loop (steps_per_loop steps per call)
+  v1          compat_v1.loop.train, the real tower loop
   keras_path  examples.keras_loop.fit, the project's Keras path (same model and numbers)
   keras_peer  benchmarks.keras_peer: the CNN as Keras users write it, compile + fit
   bare_step   forward, backward and SGD of the model in one plain tf.function, no strategy,
@@ -75,7 +75,7 @@ def tf2(n, batch, warmup, steps, threads, precision="fp32", steps_per_loop=1):
   strategy = _tf2_strategy(n, threads)
   on_step, seconds = _clock(warmup, steps)
   with tempfile.TemporaryDirectory(prefix="benchmark-tf2-") as train_dir:
-    loop.run(_config(train_dir, batch, warmup, steps, precision), strategy, on_step=on_step,
+    loop.train(_config(train_dir, batch, warmup, steps, precision), strategy, on_step=on_step,
              steps_per_loop=steps_per_loop)
   return seconds()
 
@@ -87,7 +87,7 @@ def v1(n, batch, warmup, steps, threads, precision="fp32"):
       num_gpus=n, intra_op_threads=threads, deterministic=SETTINGS["deterministic"]))
   on_step, seconds = _clock(warmup, steps)
   with tempfile.TemporaryDirectory(prefix="benchmark-v1-") as train_dir:
-    loop.run(_config(train_dir, batch, warmup, steps, precision), names, session_config,
+    loop.train(_config(train_dir, batch, warmup, steps, precision), names, session_config,
              on_step=on_step)
   return seconds()
 

@@ -1,7 +1,7 @@
 """The tower trainer's loop in a ps/worker cluster: Server, replica_device_setter,
 MonitoredTrainingSession (the TF1 recipe).
 
-`run(config, devices, session_config, task, sync_replicas, peer_timeout_secs)`, `task` a
+`train(config, devices, session_config, task, sync_replicas, peer_timeout_secs)`, `task` a
 harness.cluster.Task:
   ps      starts a tf.compat.v1.train.Server and serves until it is stopped (the launcher
           stops it when the chief is done).
@@ -86,7 +86,7 @@ def worker_proto(proto, index):
   return filtered
 
 
-def run(config, devices, proto, task, sync_replicas=False, peer_timeout_secs=300):
+def train(config, devices, proto, task, sync_replicas=False, peer_timeout_secs=300):
   """Runs `task` of its cluster until the job is done; `proto` is the session config."""
   cluster, job, index = tf.train.ClusterSpec(task.training_cluster), task.type, task.index
   if job == "ps":
@@ -112,7 +112,7 @@ class Backend(driver.Backend):
     self.chief = index == 0
     self.server = v1.train.Server(cluster, job_name="worker", task_index=index,
                                   config=self.proto)
-    self.keep, self.values, self.done, self.local_steps = [], None, 0, 0
+    self.keep, self.values, self.next_step, self.local_steps = [], None, 0, 0
     self.session = self.writer = None
 
   def resume(self, path, keep):
@@ -127,7 +127,7 @@ class Backend(driver.Backend):
 
   def start(self, step):
     config, cluster, index = self.config, self.cluster, self.index
-    self.done = step
+    self.next_step = step
     workers = cluster.num_tasks("worker")
     worker_device = f"/job:worker/task:{index}"
     global_batch = config.global_batch_size(len(self.devices) * workers)
@@ -188,14 +188,14 @@ class Backend(driver.Backend):
           stop_grace_period_secs=STOP_GRACE_SECS, config=self.proto)
     self.graph = graph
 
-  def run(self, call):
+  def train(self, call):
     g = self.g
     fetches = [g.train_op, g.loss, g.learning_rate, self.step_after]
     with self.graph.as_default():
       out = self.session.run(fetches + ([g.summary_op] if call.record else []))
-    self.done = int(out[3])
+    self.next_step = int(out[3])
     self.local_steps += 1  # this worker's gradient computations (its own train_op runs)
-    return driver.Steps(out[1], out[2], out[1], out[2], done=self.done,
+    return driver.Steps(out[1], out[2], out[1], out[2], next_step=self.next_step,
                         record=out[4] if call.record else None)
 
   def _raw(self, fn):
@@ -215,16 +215,16 @@ class Backend(driver.Backend):
     prefix = os.path.join(self.config.train_dir, "model.ckpt")
     path = self._raw(lambda sess: self.saver.save(sess, prefix, global_step=self.g.global_step))
     # Named by the shared step as read at the save: other workers may have moved it on.
-    self.done = max(self.done, int(path.rsplit("-", 1)[1]))
+    self.next_step = max(self.next_step, int(path.rsplit("-", 1)[1]))
     return path
 
   def global_step(self):
-    return self.done
+    return self.next_step
 
   def close(self):
-    if self.done >= self.config.max_steps:
+    if self.next_step >= self.config.max_steps:
       logging.info("worker:%d done at global step %d after %d local steps", self.index,
-                   self.done, self.local_steps)
+                   self.next_step, self.local_steps)
     if self.writer is not None:
       self.writer.close()
     if self.session is not None:

@@ -1,7 +1,7 @@
 """The tower trainer's Session loop: a backend of harness.driver, as strategies.loop is.
 
   devices, session_config = compat_v1.devices.setup(device_config)   # the entry point's job
-  compat_v1.loop.run(config, devices, session_config)                # -> the final global step
+  compat_v1.loop.train(config, devices, session_config)                # -> the final global step
 
 The driver decides resume or --init_from, log lines, summaries, checkpoints, profiles and
 stops, exactly as for the TF2 loop; `Backend` does them in a Session. It reads the global
@@ -124,7 +124,7 @@ class Backend(driver.Backend):
       if values is not None:
         b.loader.assign(self.sess, values)
 
-  def run(self, call):
+  def train(self, call):
     g = self.built.train
     fetches = [g.train_op, g.loss, g.learning_rate] + ([g.summary_op] if call.record else [])
     out = self.sess.run(fetches)
@@ -155,7 +155,7 @@ class Backend(driver.Backend):
       self.sess.close()
 
 
-def run(config, devices, session_config, dataset=None, on_step=None):
+def train(config, devices, session_config, dataset=None, on_step=None):
   """Trains; returns the final global step.
 
   dataset: the examples to train on, (images, labels) numpy arrays; default: config.dataset.

@@ -92,10 +92,10 @@ def main(values):
   names, session_config = devices.setup(device_config)
   if task.cluster is None:
     from compat_v1 import loop  # pylint: disable=g-import-not-at-top
-    loop.run(train_config, names, session_config)
+    loop.train(train_config, names, session_config)
   else:
     from compat_v1 import cluster_loop  # pylint: disable=g-import-not-at-top
-    cluster_loop.run(train_config, names, session_config, task, values.sync_replicas,
+    cluster_loop.train(train_config, names, session_config, task, values.sync_replicas,
                      values.peer_timeout_secs)
 
 

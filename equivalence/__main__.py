@@ -36,11 +36,12 @@ def main(values):
   if values.decay_steps < 1:  # 0, the trainers' "the original's formula", is no small number
     raise UsageError(f"--decay_steps must be a positive integer, got {values.decay_steps}")
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-  from harness import determinism  # pylint: disable=g-import-not-at-top
-  determinism.apply()  # what the trainers' --deterministic (the default) sets
   n = values.num_gpus
-  import porting  # pylint: disable=g-import-not-at-top
-  porting.replica_devices(n)  # the first n GPUs, or n logical CPU devices (made before TF runs)
+  from cifar10 import config  # pylint: disable=g-import-not-at-top
+  from strategies import devices  # pylint: disable=g-import-not-at-top
+  # The trainers' own set-up of --num_gpus=n (before TensorFlow runs anything): the first n
+  # GPUs or n logical CPU devices, and the bit contract's settings (--deterministic).
+  devices.setup(config.DeviceConfig(num_gpus=n))
   from absl import logging  # pylint: disable=g-import-not-at-top
   logging.set_verbosity(logging.WARNING)  # the tables are the output, not TF's progress notes
   from equivalence import report  # pylint: disable=g-import-not-at-top

@@ -1,12 +1,15 @@
 """Both trainers, driven in-process over the same weights and batches, for comparison.
 
-The training runs are the real loops (strategies.loop.run, compat_v1.loop.run) over a
+The training runs are the real loops (strategies.loop.train, compat_v1.loop.train) over a
 temporary train_dir, read back from what they wrote; the gradient checks call the real step
 builders. Each function returns plain numpy dicts keyed by the TF1 variable names, so
-`compare.py` can diff them without caring which world they came from. The TF2 side needs the process to have
-at least N logical CPU devices (or N GPUs) configured before TensorFlow starts; the v1 side
-asks its Session for N CPU devices itself. On a machine with GPUs both use the first N GPUs,
-as the binaries do (porting.devices).
+`compare.py` can diff them without caring which world they came from. Devices are set up as the binaries
+set them up (strategies.devices.setup, compat_v1.devices.setup, with --num_gpus=N and the
+other flags' defaults): the TF2 side needs the process to have at least N logical CPU devices
+(or N GPUs) before TensorFlow starts; the v1 side asks its Session for N CPU devices itself.
+The step-by-step comparison (porting.check, over cifar10_port) runs on the kit's own device
+set-up, which differs in one way: its MirroredStrategy sums replicas on the first device on
+GPUs too (porting.devices.strategy), where the trainer's --all_reduce=auto uses NCCL.
 """
 
 import dataclasses
@@ -29,7 +32,6 @@ from compat_v1.step import build_train_graph
 from harness import cluster
 from harness import driver
 from harness import launcher
-from porting import devices as porting_devices
 from strategies import devices as tf2_devices
 from strategies.step import Trainer
 
@@ -45,12 +47,14 @@ def global_batch(seed, global_batch_size):
 
 
 def _devices(n):
-  """The devices the binaries would use: the first n GPUs, or n logical CPU devices."""
-  return porting_devices.replica_devices(n)
+  """What `strategies.train --num_gpus=n` sets up and replicates over (its defaults: the
+  first n GPUs, or n logical CPU devices; the bit contract's settings)."""
+  return tf2_devices.setup(config.DeviceConfig(num_gpus=n))
 
 
 def _v1_session(n):
-  return porting_devices.session_config(_devices(n))
+  """The ConfigProto `compat_v1.train --num_gpus=n` builds for its Session."""
+  return v1_devices.setup(config.DeviceConfig(num_gpus=n))[1]
 
 
 def tf2_gradients(n, seed, images, labels):
@@ -139,17 +143,17 @@ def _train(run, prefix):
 
 
 def tf2_train(n, seed, steps, per_replica_batch, decay_steps, **overrides):
-  """strategies.loop.run over MirroredStrategy with n replicas; its RunResult."""
+  """strategies.loop.train over MirroredStrategy with n replicas; its RunResult."""
   from strategies import loop as tf2_loop  # pylint: disable=g-import-not-at-top
-  return _train(lambda train_dir, on_step: tf2_loop.run(
+  return _train(lambda train_dir, on_step: tf2_loop.train(
       train_config(train_dir, seed, steps, per_replica_batch, decay_steps, **overrides),
       tf2_devices.get_strategy("mirrored", _devices(n)), on_step=on_step), "equivalence-tf2-")
 
 
 def v1_train(n, seed, steps, per_replica_batch, decay_steps, **overrides):
-  """compat_v1.loop.run with n towers; its RunResult."""
+  """compat_v1.loop.train with n towers; its RunResult."""
   from compat_v1 import loop as v1_loop  # pylint: disable=g-import-not-at-top
-  return _train(lambda train_dir, on_step: v1_loop.run(
+  return _train(lambda train_dir, on_step: v1_loop.train(
       train_config(train_dir, seed, steps, per_replica_batch, decay_steps, **overrides),
       _devices(n), _v1_session(n), on_step=on_step), "equivalence-v1-")
 

@@ -67,24 +67,24 @@ class State:
 
 
 class _Steps(keras.callbacks.Callback):
-  """Hands each of fit's steps to the driver's Run: the NaN check of the loss Keras reports,
+  """Hands each of fit's steps to the driver's Control: the NaN check of the loss Keras reports,
   the moving averages, then everything the driver decides (log line, save, stop)."""
 
-  def __init__(self, run, state):
+  def __init__(self, control, state):
     super().__init__()
-    self.run, self.state = run, state
+    self.control, self.state = control, state
 
   def on_train_batch_begin(self, batch, logs=None):
-    self.run.before(int(self.state.global_step.numpy()))
+    self.control.before(int(self.state.global_step.numpy()))
 
   def on_train_batch_end(self, batch, logs=None):
-    done = int(self.state.global_step.numpy())
+    next_step = int(self.state.global_step.numpy())
     loss = (logs or {}).get("loss")  # Keras's running mean over the epoch
     if loss is not None and not tf.math.is_finite(float(loss)):
-      raise run_errors.NonFiniteLoss(done - 1, driver.last_checkpoint(self.run.config))
+      raise run_errors.NonFiniteLoss(next_step - 1, driver.last_checkpoint(self.control.config))
     self.state.apply_ema()
-    if self.run.after(done - 1, 1, driver.Steps(loss, None, loss, None)) \
-        >= self.run.config.max_steps:
+    if self.control.after(next_step - 1, 1, driver.Steps(loss, None, loss, None)) \
+        >= self.control.config.max_steps:
       self.model.stop_training = True
 
 
@@ -131,7 +131,7 @@ class Backend(loop.CheckpointedBackend):
     self.board = _TensorBoard(step, log_dir=config.train_dir,
                               update_freq=config.save_summaries_steps)
 
-  def drive(self, run, start):
+  def drive(self, control, start):
     every = self.config.save_checkpoint_steps
     try:
       # Epochs of `every` steps, enough of them to reach max_steps; the driver ends the last
@@ -139,7 +139,7 @@ class Backend(loop.CheckpointedBackend):
       # The driver prints the progress lines, so Keras's bar is off.
       self.net.fit(self.dataset, initial_epoch=start // every,
                    epochs=-(-self.config.max_steps // every), steps_per_epoch=every,
-                   callbacks=[_Steps(run, self.state), self.board, *self.callbacks],
+                   callbacks=[_Steps(control, self.state), self.board, *self.callbacks],
                    verbose=0, shuffle=False)
     except BaseException:
       # fit skips on_train_end when a callback raises, and the TensorBoard callback would

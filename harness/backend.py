@@ -7,7 +7,7 @@ strategy, a Session over towers, a coordinator's schedule, Keras `fit`):
 
   resume(path, keep) / initialize(state)  restore; each returns the global step to start at
   start(step)                             its input from `step` on, its opening log line
-  run(call) -> Steps                      the `Call`'s steps
+  train(call) -> Steps                    the `Call`'s steps
   write_summaries(step, steps)            the summaries of the call's first step
   all_finite()                            whether weights and moving averages are finite
   save(step) -> path                      a checkpoint holding `step` (None: not this process)
@@ -16,8 +16,8 @@ strategy, a Session over towers, a coordinator's schedule, Keras `fit`):
 and may override `max_steps_per_call` (more than 1: the driver hands it calls of up to that
 many steps, ending where a line, summaries or a save are due), `stop_soon()` (called from
 another thread the moment SIGTERM or Ctrl-C arrives: end a running call after the step in
-hand), `drive(run, start)` (for a loop that owns its iteration, Keras `fit`: it calls the
-driver's `run.before(step)` and `run.after(step, k, steps)` around each of its own steps) and
+hand), `drive(control, start)` (for a loop that owns its iteration, Keras `fit`: it calls the
+driver's `control.before(step)` and `control.after(step, k, steps)` around each of its own steps) and
 `close()` (called on every exit). tests/test_driver.py drives the driver with a backend of
 plain numbers.
 """
@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 @dataclasses.dataclass(frozen=True)
 class Call:
-  """What the driver asks of one call of `Backend.run`."""
+  """What the driver asks of one call of `Backend.train`."""
   step: int  # the call's first step, 0-based
   k: int  # steps to run: 1 unless the backend's max_steps_per_call is more
   record: bool  # the first step's summaries are due: return what write_summaries needs
@@ -51,7 +51,7 @@ class Steps:
   # request stops all of them at the same step); None: this process's own request.
   stop: Optional[bool] = None
   # The global step after the call, when it is not step + k (asynchronous workers).
-  done: Optional[int] = None
+  next_step: Optional[int] = None
   # Steps run, when a stop request ended a call of several before k.
   ran: Optional[int] = None
 
@@ -75,7 +75,7 @@ class Backend(abc.ABC):
   def start(self, step):
     """Its input from `step` on."""
 
-  def run(self, call):
+  def train(self, call):
     """Runs Call `call`; returns Steps. Every backend has it but one that overrides `drive`
     (its own loop calls the driver instead)."""
     raise NotImplementedError(f"{type(self).__name__} drives its own steps")
@@ -101,11 +101,11 @@ class Backend(abc.ABC):
     """SIGTERM or Ctrl-C arrived (called from another thread): a backend that runs several
     steps per call ends the running one after the step in hand."""
 
-  def drive(self, run, start):
+  def drive(self, control, start):
     """Runs steps from `start` to the end: the driver's calls, one after another."""
     step = start
-    while step < run.config.max_steps:
-      step = run.call(step)
+    while step < control.config.max_steps:
+      step = control.call(step)
 
   def close(self):
     """Releases what the run held (writers, sessions); called on every exit."""

@@ -73,24 +73,24 @@ def train(config, backend, *, replicas, global_batch, chief=True,
   """
   if chief:
     check_inputs(config)
-  owner = ownership.own_run(config, replicas) if chief else contextlib.nullcontext()
-  run = Run(config, backend, global_batch, chief, on_step)
+  owner = ownership.own_train_dir(config, replicas) if chief else contextlib.nullcontext()
+  control = Control(config, backend, global_batch, chief, on_step)
   try:
     with owner:
-      start = run.begin()
+      start = control.begin()
       if start >= config.max_steps:
         logging.info("Step %d already reached --max_steps=%d; nothing to do", start,
                      config.max_steps)
         return start
-      with signals.stop_on_signals(backend.stop_soon) as run.stop_requested, run.profile:
-        backend.drive(run, start)
-      return run.finish()
+      with signals.stop_on_signals(backend.stop_soon) as control.stop_requested, control.profile:
+        backend.drive(control, start)
+      return control.finish()
   finally:
-    run.close()
+    control.close()
     backend.close()
 
 
-class Run:
+class Control:
   """One job's control between its first and last step. `call(step)` runs the call that
   starts at `step` through the backend; a backend that owns its iteration (`drive`) calls
   `before(step)` and `after(step, k, steps)` around each of its own steps instead."""
@@ -148,7 +148,7 @@ class Run:
     # With k > 1 the failing step is the first not applied: the global step after the call.
     failed_step = (lambda: step) if k == 1 else self.backend.global_step
     with run_errors.loss_checked(failed_step, lambda: last_checkpoint(config)):
-      out = self.backend.run(Call(step, k, record=summarise, stop=stop,
+      out = self.backend.train(Call(step, k, record=summarise, stop=stop,
                                   sync=summarise or logs or saves or stop or last + 1 ==
                                   config.max_steps))
     return self.after(step, k, out)
@@ -162,34 +162,34 @@ class Run:
     the global step after the call; raises run_errors.Stopped after saving on a stop request."""
     config, backend = self.config, self.backend
     k = out.ran or k
-    done = out.done if out.done is not None else step + k
+    next_step = out.next_step if out.next_step is not None else step + k
     if self.summarises(step):
       backend.write_summaries(step, out)
-    self._log(done - k, lambda: out.loss)  # `step`, unless workers moved it
+    self._log(next_step - k, lambda: out.loss)  # `step`, unless workers moved it
     if k > 1:
-      self._log(done - 1, lambda: out.last_loss)
+      self._log(next_step - 1, lambda: out.last_loss)
     # A backend that agrees a stop with its peers answers for the job: every process sees the
     # same `stop` at the same step, so all of them take part in a collective save.
     stop = bool(self.stop_requested) if out.stop is None else out.stop
-    stopping = stop and done < config.max_steps
-    if cadence.due(config.save_checkpoint_steps, done, step) or done >= config.max_steps \
+    stopping = stop and next_step < config.max_steps
+    if cadence.due(config.save_checkpoint_steps, next_step, step) or next_step >= config.max_steps \
         or stopping:
       if not backend.all_finite():
-        raise run_errors.NonFiniteState(done - 1, last_checkpoint(config))
+        raise run_errors.NonFiniteState(next_step - 1, last_checkpoint(config))
       if self.chief:  # TensorFlow writes a checkpoint's files through any link at their names
         run_folder.unlink_links(config.train_dir)
-      path = backend.save(done)
-    self.profile.after(done - 1)
-    self.last_step = done - 1
+      path = backend.save(next_step)
+    self.profile.after(next_step - 1)
+    self.last_step = next_step - 1
     if self.on_step:
       self.on_step(step, out.loss, out.lr)
       if k > 1:
-        self.on_step(done - 1, out.last_loss, out.last_lr)
+        self.on_step(next_step - 1, out.last_loss, out.last_lr)
     if stopping:
-      # The step saved: asynchronous workers may have moved the shared step past `done`.
+      # The step saved: asynchronous workers may have moved the shared step past `next_step`.
       raise run_errors.stopped(backend.global_step(), path or last_checkpoint(config),
                            self.stop_requested.signal, config.preemption_exit_code)
-    return done
+    return next_step
 
   def _log(self, step, loss_fn):
     """The progress line when due; on the chief, its rates as TensorBoard scalars too."""

@@ -14,7 +14,7 @@ TensorFlow knows) and writes the owner (host, PID, command) into `train_dir/.loc
   then the user's (or the job scheduler's) job.
 
 A folder that cannot be created or written is a one-line error (`usable_dir` checks any
-output folder, such as the evaluators' --eval_dir, the same way). `own_run(config, replicas)`,
+output folder, such as the evaluators' --eval_dir, the same way). `own_train_dir(config, replicas)`,
 what the driver holds, also keeps the run's settings (harness.run_record): checked before
 anything is written, recorded once the folder is held; and the command's flags in
 train_dir/flags.txt, every flag with its value, which `--flagfile` reads back.
@@ -138,7 +138,7 @@ def _own_unlocked(train_dir):
 
 
 @contextlib.contextmanager
-def own_run(config, replicas):
+def own_train_dir(config, replicas):
   """own(config.train_dir) for a run of TrainConfig `config` on `replicas` replicas; a restart
   with other settings than the recorded run is a UsageError (see harness.run_record)."""
   run_folder.refuse_links(config.train_dir, "train_dir")  # before anything reads or writes

@@ -1,7 +1,7 @@
 """The training loop under ParameterServerStrategy: the chief schedules steps on the workers.
 
   strategy = strategies.devices.get_strategy("parameter_server", devices)  # on the chief
-  strategies.cluster_loop.run(config, strategy)                          # -> the final step
+  strategies.cluster_loop.train(config, strategy)                          # -> the final step
 
 The workers and ps tasks only serve (strategies.devices.serve); the entry point picks which.
 The step and state are strategies.loop's (the same compiled `Trainer` step, the same resume
@@ -38,11 +38,11 @@ class Backend(loop.CheckpointedBackend):
   def __init__(self, config, strategy, dataset=None):
     self.config, self.strategy, self.dataset = config, strategy, dataset
     self.workers = strategy.extended._num_workers  # pylint: disable=protected-access
-    self.trainer = self.state = loop.build_trainer(config, strategy, summary_outputs=False)
+    self.state = loop.build_trainer(config, strategy, summary_outputs=False)  # a Trainer
     self.save_dir = config.train_dir
-    for name, shards in self.trainer.partitions.items():
+    for name, shards in self.state.partitions.items():
       logging.info("%s is partitioned into %d shards: %s", name, shards,
-                   ", ".join(s.device for s in self.trainer.params[name].variables))
+                   ", ".join(s.device for s in self.state.params[name].variables))
     self.manager = self.coordinator = self.iterator = self.writer = None
     self.no_stop = tf.constant(0.0)  # the chief alone handles SIGTERM: it stops scheduling
 
@@ -51,7 +51,7 @@ class Backend(loop.CheckpointedBackend):
     self.coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     global_batch = config.global_batch_size(workers)
     logging.info("Training %s on %d worker(s), global batch %d, decay every %d steps",
-                 config.dataset, workers, global_batch, self.trainer.decay_steps)
+                 config.dataset, workers, global_batch, self.state.decay_steps)
     source = self.dataset or data_sources.load_source(
         config.dataset, "train", seed=config.seed, data_dir=config.data_dir,
         download=config.download)
@@ -69,19 +69,19 @@ class Backend(loop.CheckpointedBackend):
     self.iterator = iter(self.coordinator.create_per_worker_dataset(per_worker_dataset))
     self.writer = tf.summary.create_file_writer(config.train_dir)
 
-  def run(self, call):
-    result = self.coordinator.schedule(self.trainer.step_fn, args=(self.iterator, self.no_stop))
+  def train(self, call):
+    result = self.coordinator.schedule(self.state.step_fn, args=(self.iterator, self.no_stop))
     if not call.sync:
       return driver.Steps(None, None)
     self.coordinator.join()
     loss, lr, _, _ = result.fetch()
-    done = call.step + 1
-    surplus = self.global_step() - done
+    next_step = call.step + 1
+    surplus = self.global_step() - next_step
     if surplus:
       # Nothing is in flight after join(), so this write races with no step.
       logging.warning("%d step(s) of a lost worker were applied and then run again; the "
                       "global step counts each scheduled step once", surplus)
-      self.trainer.global_step.assign(done)
+      self.state.global_step.assign(next_step)
     return driver.Steps(loss, lr, loss, lr)
 
   def write_summaries(self, step, steps):
@@ -90,7 +90,7 @@ class Backend(loop.CheckpointedBackend):
       tf.summary.scalar("learning_rate", steps.lr, step=step)
       # The weights are read from the ps tasks (shards joined); the gradients stay on the
       # workers, so unlike the synchronous strategies there are no gradient histograms.
-      for name, variable in self.trainer.params.items():
+      for name, variable in self.state.params.items():
         histograms.histogram(name + "/values", tf.convert_to_tensor(variable), step=step)
 
   def close(self):
@@ -98,7 +98,7 @@ class Backend(loop.CheckpointedBackend):
       self.writer.close()
 
 
-def run(config, strategy, dataset=None):
+def train(config, strategy, dataset=None):
   """Schedules the steps up to config.max_steps; returns the final global step.
 
   dataset: the examples to train on (an data_sources.Source); default: config.dataset.

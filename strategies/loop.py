@@ -1,9 +1,9 @@
 """The TF2 training loop under a synchronous strategy: a backend of harness.driver.
 
   strategy = strategies.devices.get_strategy("mirrored", devices)   # the entry point's job
-  strategies.loop.run(config, strategy)                            # -> the final global step
+  strategies.loop.train(config, strategy)                          # -> the final global step
 
-`run` trains until the global step reaches config.max_steps under MirroredStrategy,
+`train` trains until the global step reaches config.max_steps under MirroredStrategy,
 OneDeviceStrategy or MultiWorkerMirroredStrategy (ParameterServerStrategy has its own
 backend, strategies.cluster_loop, over the same step and state). The driver decides resume or
 --init_from, log lines, summaries, checkpoints, profiles and stops; `Backend` does them with a
@@ -101,14 +101,16 @@ class Backend(CheckpointedBackend):
       self.save_dir = os.path.join(config.train_dir,
                                    f"{WORKER_SCRATCH}{strategy.cluster_resolver.task_id}")
       run_folder.remove(self.save_dir)
-    self.trainer = self.state = build_trainer(config, strategy, jit_compile=jit_compile)
+    # The Trainer: the run's variables (what is checkpointed and checked for finiteness) and
+    # the compiled steps over them.
+    self.state = build_trainer(config, strategy, jit_compile=jit_compile)
     self.manager = self.iterator = self.writer = None
 
   def start(self, step):
     config = self.config
     logging.info("Training %s on %d replica(s) %s, global batch %d, decay every %d steps",
                  config.dataset, self.n, self.strategy.extended.worker_devices,
-                 config.global_batch_size(self.n), self.trainer.decay_steps)
+                 config.global_batch_size(self.n), self.state.decay_steps)
     source = self.dataset or data_sources.load_source(
         config.dataset, "train", seed=config.seed, data_dir=config.data_dir,
         download=config.download)
@@ -116,14 +118,14 @@ class Backend(CheckpointedBackend):
     self.writer = (tf.summary.create_file_writer(config.train_dir) if self.chief
                    else tf.summary.create_noop_writer())
 
-  def run(self, call):
+  def train(self, call):
     # The stop flag goes into the step: under MWMS it is agreed by all workers there.
-    out = self.trainer.train_steps(self.iterator, call.k, call.stop, record=call.record)
+    out = self.state.train_steps(self.iterator, call.k, call.stop, record=call.record)
     return driver.Steps(out.loss, out.lr, out.last_loss, out.last_lr, stop=out.stop,
                         record=out.record, ran=int(out.ran) if call.k > 1 else None)
 
   def stop_soon(self):
-    self.trainer.request_stop()
+    self.state.request_stop()
 
   def write_summaries(self, step, steps):
     """Step `step`'s summaries, eagerly, from what the step returned: loss, learning rate,
@@ -132,7 +134,7 @@ class Backend(CheckpointedBackend):
     written inside the compiled step, the summary ops (under tf.summary.record_if) made its
     tracing and first run ~5 s longer. Histograms through strategies.histograms (the same
     bits as tf.summary.histogram, 5x faster)."""
-    record, params = steps.record, self.trainer.params
+    record, params = steps.record, self.state.params
     with self.writer.as_default():
       tf.summary.scalar("loss", steps.loss, step=step)
       tf.summary.scalar("learning_rate", steps.lr, step=step)
@@ -153,7 +155,7 @@ class Backend(CheckpointedBackend):
       run_folder.remove(self.save_dir)
 
 
-def run(config, strategy, dataset=None, on_step=None, steps_per_loop=1, jit_compile=False):
+def train(config, strategy, dataset=None, on_step=None, steps_per_loop=1, jit_compile=False):
   """Trains; returns the final global step.
 
   dataset: the examples to train on (an data_sources.Source); default: config.dataset.

@@ -99,10 +99,10 @@ def main(values):
                      "contract anyway)")
   if values.strategy == "parameter_server":
     from strategies import cluster_loop  # pylint: disable=g-import-not-at-top
-    cluster_loop.run(train_config, strategy)
+    cluster_loop.train(train_config, strategy)
   else:
     from strategies import loop  # pylint: disable=g-import-not-at-top
-    loop.run(train_config, strategy, steps_per_loop=values.steps_per_loop,
+    loop.train(train_config, strategy, steps_per_loop=values.steps_per_loop,
              jit_compile=values.jit_compile)
 
 

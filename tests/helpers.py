@@ -71,19 +71,19 @@ def constant_shapes(meta_path):
 
 
 def train_tf2(train_config, devices=("/cpu:0",), strategy="one_device", **kwargs):
-  """strategies.loop.run in this process, over `strategy` on these (logical CPU) devices."""
+  """strategies.loop.train in this process, over `strategy` on these (logical CPU) devices."""
   from strategies import devices as tf2_devices  # pylint: disable=g-import-not-at-top
   from strategies import loop  # pylint: disable=g-import-not-at-top
-  return loop.run(train_config, tf2_devices.get_strategy(strategy, list(devices)), **kwargs)
+  return loop.train(train_config, tf2_devices.get_strategy(strategy, list(devices)), **kwargs)
 
 
 def train_v1(train_config, num_gpus=1, **kwargs):
-  """compat_v1.loop.run in this process, on num_gpus towers (CPU devices of its Session)."""
+  """compat_v1.loop.train in this process, on num_gpus towers (CPU devices of its Session)."""
   from cifar10 import config  # pylint: disable=g-import-not-at-top
   from compat_v1 import devices as v1_devices  # pylint: disable=g-import-not-at-top
   from compat_v1 import loop  # pylint: disable=g-import-not-at-top
   names, session_config = v1_devices.setup(config.DeviceConfig(num_gpus=num_gpus))
-  return loop.run(train_config, names, session_config, **kwargs)
+  return loop.train(train_config, names, session_config, **kwargs)
 
 
 def trained(train_dir, seed):

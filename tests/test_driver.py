@@ -43,7 +43,7 @@ class Numbers(driver.Backend):
   def start(self, step):
     self.started = step
 
-  def run(self, call):
+  def train(self, call):
     self.calls.append((call.step, call.k))
     self.step += call.k
     asked = self.stop_after is not None and self.step > self.stop_after
