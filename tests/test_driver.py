@@ -156,8 +156,9 @@ def test_resume_beats_init_from_and_init_from_starts_a_new_run(tmp_path, monkeyp
     fresh.stop_after = 7
     _train(_config(tmp_path / "run", init_from=init), fresh, monkeypatch, caplog)
   assert fresh.how == ("initialize", 7) and fresh.calls == [(7, 1)] and fresh.saves == [8]
-  again = Numbers(tmp_path / "run")
-  assert _train(_config(tmp_path / "run", init_from=init), again, monkeypatch, caplog) == 10
+  again = Numbers(tmp_path / "run")  # its own checkpoint wins, even over an --init_from
+  missing = str(tmp_path / "nothing")  # that names nothing (it is not even read)
+  assert _train(_config(tmp_path / "run", init_from=missing), again, monkeypatch, caplog) == 10
   assert again.how == ("resume", "ckpt-8", ["ckpt-8"]) and again.started == 8
   assert again.calls == [(8, 1), (9, 1)] and again.saves == [10]
 

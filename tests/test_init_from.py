@@ -10,7 +10,6 @@ parameter-server job starts from another run's checkpoint in
 tests/test_parameter_server.py, where its one worker follows the one-device run for 6 steps.
 """
 
-import dataclasses
 import glob
 
 import numpy as np
@@ -73,15 +72,6 @@ def test_tf2_towers_and_keras_start_from_another_runs_checkpoint(reference, data
   _assert_is_step_3_of(step3, tmp_path / "keras")
   # Keras's callback numbers a batch's summary by the step after it.
   _assert_ran_only_step_2(tmp_path / "keras" / "train", "batch_loss", 3)
-
-
-def test_a_run_with_its_own_checkpoint_resumes_and_ignores_init_from(reference, data, tmp_path):
-  init_from, step3 = reference
-  run = _config(tmp_path, init_from, data)
-  helpers.train_tf2(dataclasses.replace(run, init_from=None, max_steps=2))
-  # Its own ckpt-2 (from the seed, the same as the reference's) wins over --init_from.
-  assert helpers.train_tf2(dataclasses.replace(run, init_from=str(tmp_path / "nothing"))) == 3
-  _assert_is_step_3_of(step3, tmp_path)
 
 
 @pytest.mark.slow

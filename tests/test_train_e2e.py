@@ -103,13 +103,6 @@ def test_the_flags_are_kept_as_a_flagfile_that_runs_it_again(reference, tmp_path
   assert f"Done: step {MAX_STEPS + 2}" in result.stderr
 
 
-def test_restart_after_the_end_does_nothing(reference):
-  train_dir, _ = reference
-  result = _train(train_dir, f"--max_steps={MAX_STEPS}")
-  assert result.returncode == 0
-  assert "Step 40 already reached --max_steps=40" in result.stderr
-
-
 def test_sigkill_then_restart_finishes_with_the_uninterrupted_weights(reference, tmp_path):
   proc = helpers.start(TRAIN, *COMMON, f"--train_dir={tmp_path}", f"--max_steps={MAX_STEPS}",
                        "--save_checkpoint_steps=5")
