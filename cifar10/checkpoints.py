@@ -74,7 +74,7 @@ def newest(folder):
   """The newest checkpoint of `folder` for a reader (an evaluator): the one its `checkpoint`
   index names, or, where the index is missing, empty, damaged or names files that are gone
   (a trainer recovers from such a folder), the newest complete one on disk; None if none.
-  Reads only: the trainer repairs the index (harness.run_folder.recover)."""
+  Reads only: the trainer repairs the index (harness.recovery.recover)."""
   try:
     latest = tf.train.latest_checkpoint(folder)
   except Exception:  # pylint: disable=broad-except  # "Invalid checkpoint state" and its kin

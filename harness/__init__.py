@@ -6,7 +6,9 @@
   cadence     when a thing counted in steps is due (`due`), how long a call may run
   run_errors  a run's control errors: a stop after saving (exit 143, 130), a NaN or Inf loss
               or state, a checkpoint that does not restore
-  run_folder  a run folder on any tf.io.gfile filesystem: index, recovery, debris
+  run_folder  a run folder's files on any tf.io.gfile filesystem: whole, never through links
+  recovery    its checkpoints after any kill: the newest complete one, the index, the count
+              --max_checkpoints_to_keep allows, the debris of interrupted saves
   run_record  the settings a run's numbers depend on, kept in train_dir and checked on restart
   ownership   one run per train_dir (an OS lock naming its owner); usable output folders
   cli         flags parsed, errors as one line, exit statuses (every binary runs through it)

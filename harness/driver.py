@@ -8,7 +8,7 @@ its state for finiteness and saves. The driver owns the rest, for all five loops
 mirrored/MWMS, TF2 parameter server, v1 towers, v1 ps/worker, the Keras path):
 
 - the run folder: the lock and the run record (harness.ownership), the newest complete
-  checkpoint (harness.run_folder.recover), resume from it or else start from --init_from;
+  checkpoint (harness.recovery.recover), resume from it or else start from --init_from;
 - "already at --max_steps";
 - the schedule (harness.cadence): how many steps a call runs, which steps log, summarise,
   save and profile; the finiteness check before every save;
@@ -33,6 +33,7 @@ from harness import ownership
 from harness import profiling
 from harness import progress
 from harness import run_errors
+from harness import recovery
 from harness import run_folder
 from harness import signals
 from harness.backend import Backend  # pylint: disable=unused-import  # the loops subclass it here
@@ -57,7 +58,7 @@ def check_inputs(config):
   the corrected command would then meet)."""
   data_sources.check_available(config.dataset, "train", data_dir=config.data_dir,
                                download=config.download)
-  if config.init_from and not run_folder.has_checkpoint(config.train_dir):
+  if config.init_from and not recovery.has_checkpoint(config.train_dir):
     checkpoints.keys(checkpoints.resolve(config.init_from))
 
 
@@ -109,7 +110,7 @@ class Control:
     # The kernels this process's bits come from (docs/determinism.md: the contract holds on
     # one kind of machine with the same settings).
     logging.info("Machine: %s", machine.describe().line())
-    resume_from, keep = run_folder.recover(config.train_dir, repair=self.chief,
+    resume_from, keep = recovery.recover(config.train_dir, repair=self.chief,
                                            max_to_keep=config.max_checkpoints_to_keep)
     if resume_from:
       start = backend.resume(resume_from, keep)

@@ -30,6 +30,7 @@ from absl import logging
 import tensorflow as tf
 
 from cifar10.errors import UsageError
+from harness import recovery
 from harness import run_folder
 from porting import machine
 
@@ -96,7 +97,7 @@ def check(config, replicas):
 
 def _checked(config, replicas):
   now = settings(config, replicas)
-  if not run_folder.has_checkpoint(config.train_dir):
+  if not recovery.has_checkpoint(config.train_dir):
     return {"settings": now, "history": []}  # no run yet: nothing to protect
   try:
     record = read(config.train_dir)

@@ -18,6 +18,7 @@ from cifar10 import checkpoints
 from cifar10 import config
 from cifar10 import errors
 from harness import ownership
+from harness import recovery
 from harness import run_folder
 from harness import run_errors
 from tests import helpers
@@ -78,7 +79,7 @@ def test_recovery_rewrites_a_damaged_index_on_ram():
   helpers.train_tf2(run)
   run_folder.write_atomically(f"{root}/checkpoint", "garbage {")
   tf.io.gfile.makedirs(f"{root}/ckpt-6_temp")  # debris of an interrupted save
-  newest, keep = run_folder.recover(root)
+  newest, keep = recovery.recover(root)
   assert newest == f"{root}/ckpt-4" and keep == [f"{root}/ckpt-2", f"{root}/ckpt-4"]
   assert not tf.io.gfile.exists(f"{root}/ckpt-6_temp")
   assert tf.train.latest_checkpoint(root) == f"{root}/ckpt-4"

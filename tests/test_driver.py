@@ -14,9 +14,9 @@ from cifar10 import checkpoints
 from cifar10 import config
 from cifar10 import model
 from harness import driver
-from harness import run_folder
-from harness import signals
+from harness import recovery
 from harness import run_errors
+from harness import signals
 
 
 class Numbers(driver.Backend):
@@ -64,7 +64,7 @@ class Numbers(driver.Backend):
     prefix = os.path.join(self.train_dir, f"ckpt-{step}")
     tf.train.Checkpoint(step=tf.Variable(step, dtype=tf.int64)).write(prefix)
     self.saves.append(step)
-    run_folder.write_index(self.train_dir,
+    recovery.write_index(self.train_dir,
                            [p for _, p in checkpoints.steps(self.train_dir)][::-1])
     return prefix
 

@@ -16,7 +16,7 @@ import subprocess
 import pytest
 
 from harness import ownership
-from harness import run_folder
+from harness import recovery
 from tests import helpers
 
 FLAGS = ("--dataset=synthetic", "--batch_size=4", "--max_steps=2", "--save_checkpoint_steps=1")
@@ -106,7 +106,7 @@ def test_recovery_removes_a_planted_temp_link_not_what_it_points_at(tmp_path):
   (tmp_path / "run").mkdir()
   (tmp_path / "run" / "ckpt-9_temp").symlink_to(outside)
   # Before: tf.io.gfile.rmtree emptied outside/, then failed with a traceback.
-  assert run_folder.recover(str(tmp_path / "run")) == (None, [])
+  assert recovery.recover(str(tmp_path / "run")) == (None, [])
   assert contents() == {"precious": "precious\n"}
   assert os.listdir(tmp_path / "run") == []
 

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10 import config
-from harness import run_folder
+from harness import recovery
 from tests import helpers
 
 pytestmark = pytest.mark.slow
@@ -68,13 +68,13 @@ DAMAGES = ["deleted", "empty", "garbage", "dangling", "newest_index_deleted"]
 @pytest.mark.parametrize("how", DAMAGES)
 def test_every_damaged_index_is_recovered_to_the_newest_complete_checkpoint(runs, trainer, how,
                                                                            tmp_path):
-  # Where a run resumes is decided by harness.run_folder.recover (the driver's, before any
+  # Where a run resumes is decided by harness.recovery.recover (the driver's, before any
   # loop runs); the resumes below show that each trainer goes on from there to the bit.
   _, prefix = TRAINERS[trainer]
   train_dir = tmp_path / "run"
   shutil.copytree(runs[trainer][0], train_dir)
   resumed_at = _damage(train_dir, how, prefix)
-  newest, keep = run_folder.recover(str(train_dir))
+  newest, keep = recovery.recover(str(train_dir))
   assert newest == f"{train_dir}/{prefix}-{resumed_at}"
   assert keep[-1] == newest and len(keep) == resumed_at
   assert tf.train.latest_checkpoint(str(train_dir)) == newest  # the index is rewritten
