@@ -12,13 +12,15 @@ The original's tags, tower prefix stripped as its `_activation_summary` and `tow
 
 As in the original multi-GPU trainer, the values are those of the last tower (replica).
 The trainers' own `loss`, `learning_rate`, `<variable>/values` and `<variable>/gradients` are
-written beside them.
+written beside them. Both evaluators write PRECISION_TAG, the original cifar10_eval.py's.
 """
 
 import tensorflow as tf
 
 from cifar10 import losses
 from cifar10 import model
+
+PRECISION_TAG = "Precision @ 1"
 
 
 def sparsity(x):

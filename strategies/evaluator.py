@@ -14,6 +14,7 @@ from cifar10 import checkpoints
 from cifar10 import data_sources
 from cifar10 import input_pipeline
 from cifar10 import model
+from cifar10 import summaries
 from harness import polling
 from harness import progress
 from strategies import devices
@@ -54,7 +55,7 @@ class Evaluator:
     precision = progress.log_precision(sum(int(c) for c, _ in counts),
                                        sum(int(n) for _, n in counts), step, path)
     with self.writer.as_default():
-      tf.summary.scalar("Precision @ 1", precision, step=step)
+      tf.summary.scalar(summaries.PRECISION_TAG, precision, step=step)
     self.writer.flush()
     return precision, step
 
