@@ -195,6 +195,9 @@ def app_run(fv, define_flags, main, takes_args=False):
     fv.register_key_flag_for_module(sys.argv[0], fv[name])
 
   def parse(argv):
+    asked = _help_asked(argv)
+    if asked:  # absl's own --help ends with status 1, so `cmd --help && ...` would fail
+      app.usage(shorthelp=asked != "--helpfull", writeto_stdout=True, exitcode=0)
     try:
       return _parse(fv, argv)
     except Exit as e:
@@ -207,6 +210,16 @@ def app_run(fv, define_flags, main, takes_args=False):
       sys.exit(e.status)
 
   app.run(run, flags_parser=parse)
+
+
+def _help_asked(argv):
+  """The help flag in `argv` before any `--` (what follows is a launched binary's), or None."""
+  for arg in argv[1:]:
+    if arg == "--":
+      return None
+    if arg in ("--help", "-help", "-h", "-?", "--helpshort", "--helpfull"):
+      return arg
+  return None
 
 
 def call(define_flags, main, argv, takes_args=False):
