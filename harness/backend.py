@@ -17,7 +17,8 @@ and may override `max_steps_per_call` (more than 1: the driver hands it calls of
 many steps, ending where a line, summaries or a save are due), `stop_soon()` (called from
 another thread the moment SIGTERM or Ctrl-C arrives: end a running call after the step in
 hand), `drive(control, start)` (for a loop that owns its iteration, Keras `fit`: it calls the
-driver's `control.before(step)` and `control.after(step, k, steps)` around each of its own steps) and
+driver's `control.before(step)` and `control.after(step, k, steps)` around each of its own
+steps) and
 `close()` (called on every exit). tests/test_driver.py drives the driver with a backend of
 plain numbers.
 """

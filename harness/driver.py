@@ -180,6 +180,8 @@ class Control:
       if self.chief:  # TensorFlow writes a checkpoint's files through any link at their names
         run_folder.unlink_links(config.train_dir)
       path = backend.save(next_step)
+      if self.chief:
+        logging.info("Saved %s", path)
     self.profile.after(next_step - 1)
     self.last_step = next_step - 1
     if self.on_step:
@@ -189,7 +191,7 @@ class Control:
     if stopping:
       # The step saved: asynchronous workers may have moved the shared step past `next_step`.
       raise run_errors.stopped(backend.global_step(), path or last_checkpoint(config),
-                           self.stop_requested.signal, config.preemption_exit_code)
+                               self.stop_requested.signal, config.preemption_exit_code)
     return next_step
 
   def _log(self, step, loss_fn):

@@ -64,13 +64,17 @@ def _new_checkpoints(config):
   that an empty or damaged index (which the trainer repairs at its next start) is not an error
   here. With config.chief, a chief that has not answered for chief_timeout_secs ends the wait
   in one line: a killed chief writes no more checkpoints, and the wait was for ever."""
-  last, silent_since = None, None
+  last, silent_since, waiting = None, None, False
   while True:
     path = checkpoints.newest(config.checkpoint_dir)
     if path is not None and path != last:
-      last = path
+      last, waiting = path, False
       yield path
       continue
+    if not waiting:  # once per wait: the evaluator is alive, and says what it waits for
+      waiting = True
+      logging.info("Waiting for a new checkpoint in %s (looking every %d s; Ctrl-C ends the "
+                   "wait)", config.checkpoint_dir, config.eval_interval_secs)
     if config.chief:
       if _answers(config.chief):
         silent_since = None
@@ -81,13 +85,18 @@ def _new_checkpoints(config):
                            f"{config.chief_timeout_secs} s (--peer_timeout_secs) and the "
                            f"checkpoint of step {config.last_step} has not come: the job "
                            "seems gone; the evaluator stops")
-    time.sleep(config.eval_interval_secs)
+    try:
+      time.sleep(config.eval_interval_secs)
+    except KeyboardInterrupt:  # between checkpoints nothing is lost: an end, not an error
+      logging.info("Ctrl-C: stopped waiting for checkpoints; every score is written")
+      return
 
 
 def evaluate_each(evaluate, config):
   """Returns the last evaluate(path) result, a (precision, global step) pair. Continuous
   evaluation ends once a checkpoint of config.last_step or later is scored (a managed
-  cluster's evaluator task: the chief's final step), or never."""
+  cluster's evaluator task: the chief's final step), or at a Ctrl-C while it waits (exit
+  status 0: nothing was interrupted), or never."""
   # The kernels its logits come from, as a training run names them (harness.driver).
   logging.info("Machine: %s", machine.describe().line())
   if config.run_once:

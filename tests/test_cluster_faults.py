@@ -105,8 +105,9 @@ def test_a_v1_worker_whose_ps_never_comes_up_is_a_bounded_error(tmp_path):
 @pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
 def test_more_cpu_replicas_than_a_sane_bound_are_refused_up_front(trainer, tmp_path):
   # Before: --num_gpus=4096 on a machine without GPUs built towers until memory ran out.
-  helpers.check_one_line(helpers.call(trainer, *FLAGS, "--num_gpus=4096", f"--train_dir={tmp_path}"),
-         "flag --num_gpus=4096: 4096 is not an integer in the range [1, 64]")
+  helpers.check_one_line(
+      helpers.call(trainer, *FLAGS, "--num_gpus=4096", f"--train_dir={tmp_path}"),
+      "flag --num_gpus=4096: 4096 is not an integer in the range [1, 64]")
   assert not os.listdir(tmp_path)
 
 

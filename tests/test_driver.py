@@ -190,3 +190,9 @@ def test_a_backend_must_have_every_abstract_method():
 
   with pytest.raises(TypeError, match="abstract method"):
     Partial()  # pylint: disable=abstract-class-instantiated
+
+
+def test_each_save_says_so(tmp_path, monkeypatch, caplog):
+  _train(_config(tmp_path), Numbers(tmp_path), monkeypatch, caplog)
+  assert re.findall(r"Saved (\S+)", caplog.text) == [str(tmp_path / "ckpt-5"),
+                                                     str(tmp_path / "ckpt-10")]

@@ -42,10 +42,9 @@ def test_every_path_flag_refuses_a_scheme_tensorflow_lacks(binary, capsys):
 
 
 def test_the_trainers_path_flags_are_the_ones_a_user_has():
-  assert _path_flags(test_flag_ranges._binary("strategies.train")) == [  # pylint: disable=protected-access
-      "data_dir", "init_from", "train_dir"]
-  assert _path_flags(test_flag_ranges._binary("compat_v1.eval")) == [  # pylint: disable=protected-access
-      "checkpoint_dir", "data_dir", "eval_dir"]
+  binary = test_flag_ranges._binary  # pylint: disable=protected-access
+  assert _path_flags(binary("strategies.train")) == ["data_dir", "init_from", "train_dir"]
+  assert _path_flags(binary("compat_v1.eval")) == ["checkpoint_dir", "data_dir", "eval_dir"]
 
 
 @pytest.mark.parametrize("binary, args, expected", [
@@ -121,3 +120,24 @@ def test_an_evaluation_that_fails_on_its_input_writes_nothing(evaluator, tmp_pat
                                       "--run_once", f"--checkpoint_dir={tmp_path}"),
                          "missing CIFAR-10 file")
   assert sorted(os.listdir(tmp_path)) == ["empty"]
+
+
+@pytest.mark.parametrize("evaluator", ["strategies.eval", "compat_v1.eval"])
+def test_a_waiting_evaluator_says_so_and_ctrl_c_there_is_a_clean_end(evaluator, tmp_path,
+                                                                     monkeypatch):
+  """Before: silence while it waited, and Ctrl-C was `error: interrupted`, exit 130."""
+  from harness import polling  # pylint: disable=g-import-not-at-top
+  train_dir = tmp_path / "run"
+  assert helpers.call("strategies.train", *QUICK, f"--train_dir={train_dir}").returncode == 0
+
+  def interrupted(seconds):
+    raise KeyboardInterrupt
+
+  monkeypatch.setattr(polling.time, "sleep", interrupted)
+  result = helpers.call(evaluator, "--dataset=synthetic", "--num_examples=16",
+                        f"--checkpoint_dir={train_dir}", "--eval_interval_secs=30")
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert "precision @ 1 = " in result.stderr
+  assert f"Waiting for a new checkpoint in {train_dir} (looking every 30 s" in result.stderr
+  assert "Ctrl-C: stopped waiting for checkpoints" in result.stderr
+  assert "error" not in result.stderr.splitlines()[-1]
