@@ -18,15 +18,23 @@ def steps_to_next(every, step):
   return every - step % every
 
 
+def summarises(step, config, last=None):
+  """Whether 0-based `step` writes summaries: every save_summaries_steps steps (a block
+  entered since step `last`, for asynchronous workers), and the run's last step, so that a
+  chart reaches the end of the run (and the evaluation of its final checkpoint)."""
+  return due(config.save_summaries_steps, step, last) or step + 1 == config.max_steps
+
+
 def call_length(step, config, most):
   """How many steps the call starting at 0-based `step` runs: at most `most` (the backend's
   max_steps_per_call), and no more than lets every step that logs be the first or last step
   of a call, every step that writes summaries a call of its own, and every checkpoint come
   after a call's last step. Log lines, summaries and checkpoints are then those of one step
   per call."""
-  if due(config.save_summaries_steps, step):
+  if summarises(step, config):
     return 1  # its summaries hold the weights after this step, so it runs alone
-  k = min(most, config.max_steps - step, steps_to_next(config.save_checkpoint_steps, step))
+  k = min(most, config.max_steps - 1 - step,  # the last step summarises: a call of its own
+          steps_to_next(config.save_checkpoint_steps, step))
   for every in (config.log_frequency, config.save_summaries_steps):
     k = min(k, steps_to_next(every, step))  # no multiple of `every` strictly inside the call
   profile = config.profile_steps or ()

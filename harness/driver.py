@@ -131,9 +131,10 @@ class Control:
     return start
 
   def summarises(self, step):
-    """Whether the step from `step` writes summaries: it starts a block of
-    save_summaries_steps steps (asynchronous workers may jump over the block's first)."""
-    return self.chief and cadence.due(self.config.save_summaries_steps, step, self.last_step)
+    """Whether the step from `step` writes summaries (on the chief): it starts a block of
+    save_summaries_steps steps (asynchronous workers may jump over the block's first), or it
+    is the run's last."""
+    return self.chief and cadence.summarises(step, self.config, self.last_step)
 
   def call(self, step):
     """Runs the call of k steps that starts at 0-based `step`; returns the step after it."""

@@ -78,10 +78,11 @@ def test_checkpoints_hold_weights_ema_and_exact_step(reference):
 def test_summaries_hold_loss_lr_and_histograms_every_interval(reference):
   train_dir, _ = reference
   tags = helpers.summary_steps(train_dir)
-  assert tags["loss"] == [0, 10, 20, 30]
-  assert tags["learning_rate"] == [0, 10, 20, 30]
-  assert tags["local3/weights/values"] == [0, 10, 20, 30]
-  assert tags["conv1/weights/gradients"] == [0, 10, 20, 30]
+  # Every 10 steps, and the last (0-based 39 of 40): the chart reaches the end of the run.
+  assert tags["loss"] == [0, 10, 20, 30, 39]
+  assert tags["learning_rate"] == [0, 10, 20, 30, 39]
+  assert tags["local3/weights/values"] == [0, 10, 20, 30, 39]
+  assert tags["conv1/weights/gradients"] == [0, 10, 20, 30, 39]
   # The rate of each progress line after the first (which times tracing), as the line says.
   assert tags["examples_per_second"] == tags["steps_per_second"] == [5, 10, 15, 20, 25, 30,
                                                                      35, 39]
