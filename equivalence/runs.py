@@ -30,8 +30,8 @@ from cifar10.hparams import DEFAULT
 from compat_v1 import devices as v1_devices
 from compat_v1.step import build_train_graph
 from harness import cluster
-from harness import driver
 from harness import launcher
+from harness import run_summaries
 from strategies import devices as tf2_devices
 from strategies.step import Trainer
 
@@ -101,12 +101,12 @@ class RunResult:
 
 def summaries(train_dir):
   """{tag: {step: scalar value, or None for a histogram}} of a run's event files (the
-  driver's timing of the machine, harness.driver.SPEED_TAGS, left out)."""
+  driver's own, harness.run_summaries.TAGS, left out: the machine's timing, the command)."""
   out = {}
   for path in glob.glob(f"{train_dir}/events.out.tfevents.*"):
     for event in tf.compat.v1.train.summary_iterator(path):
       for value in event.summary.value:
-        if value.tag in driver.SPEED_TAGS:
+        if value.tag in run_summaries.TAGS:
           continue
         if value.HasField("histo") or (value.HasField("tensor") and value.tensor.tensor_shape.dim):
           scalar = None

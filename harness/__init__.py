@@ -4,6 +4,8 @@
               schedule of logs, summaries, saves and profiles, stops), the loops its backends
   backend     what a loop is to the driver: the Backend base class, a Call and its Steps
   cadence     when a thing counted in steps is due (`due`), how long a call may run
+  run_summaries what the driver writes to TensorBoard itself: the progress rates, the run's
+              settings (Text and HParams tabs)
   run_errors  a run's control errors: a stop after saving (exit 143, 130), a NaN or Inf loss
               or state, a checkpoint that does not restore
   run_folder  a run folder's files on any tf.io.gfile filesystem: whole, never through links

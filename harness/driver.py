@@ -35,16 +35,14 @@ from harness import progress
 from harness import run_errors
 from harness import recovery
 from harness import run_folder
+from harness import run_record
+from harness import run_summaries
 from harness import signals
 from harness.backend import Backend  # pylint: disable=unused-import  # the loops subclass it here
 from harness.backend import Call
 from harness.backend import Steps  # pylint: disable=unused-import
 from porting import machine
 
-# The progress lines' rates, which the driver writes as TensorBoard scalars (on the chief,
-# beside the loop's own summaries; its own events file). They time the machine, not the
-# model: comparisons of two runs' summaries leave them out.
-SPEED_TAGS = ("examples_per_second", "steps_per_second")
 
 def last_checkpoint(config):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -101,7 +99,8 @@ class Control:
     self.global_batch, self.on_step = global_batch, on_step
     self.profile = profiling.Window(config.train_dir, config.profile_steps if chief else None)
     self.stop_requested = signals.StopRequest()
-    self.logger, self.last_step, self.speed = None, -1, None
+    self.logger, self.last_step = None, -1
+    self.summaries = run_summaries.Writer(config.train_dir)  # the driver's own: every loop's
 
   def begin(self):
     """Resume from train_dir's newest complete checkpoint, else --init_from, else the seed;
@@ -126,6 +125,8 @@ class Control:
                       "nothing is profiled", *config.profile_steps, start)
     if start < config.max_steps:
       backend.start(start)
+      if self.chief:  # after start: a v1 Session makes its devices before the eager runtime
+        self.summaries.settings(start, run_record.read(config.train_dir), config.flagfile)
       self.logger = progress.StepLogger(start, config.max_steps, self.global_batch,
                                         config.log_frequency)
     return start
@@ -200,16 +201,10 @@ class Control:
     if self.logger.after_step(step, loss_fn) is None or not self.chief:
       return
     if self.logger.rates:
-      import tensorflow as tf  # pylint: disable=g-import-not-at-top
-      if self.speed is None:  # the driver's own writer: every backend gets these scalars
-        self.speed = tf.summary.create_file_writer(self.config.train_dir)
-      with self.speed.as_default():
-        for tag, value in zip(SPEED_TAGS, self.logger.rates):
-          tf.summary.scalar(tag, value, step=step)
+      self.summaries.rates(step, self.logger.rates)
 
   def close(self):
-    if self.speed is not None:
-      self.speed.close()
+    self.summaries.close()
 
   def finish(self):
     final = self.backend.global_step()

@@ -1,12 +1,15 @@
-"""What TensorBoard shows of the two evaluators, read with TensorBoard's own reader: the same
-tag, so that `tensorboard --logdir` over a TF2 and a v1 run overlays their precision."""
+"""What TensorBoard shows of the two trainers and evaluators, read with TensorBoard's own
+reader: the same precision tag, so that `tensorboard --logdir` over a TF2 and a v1 run
+overlays them, and each run's settings in the Text and HParams tabs."""
 
 import glob
 
+import pytest
 from tensorboard.backend.event_processing import plugin_event_accumulator
 from tensorboard.util import tensor_util
 
 from cifar10 import summaries
+from harness import run_summaries
 from tests import helpers
 
 
@@ -43,3 +46,24 @@ def test_both_evaluators_write_the_originals_precision_tag(tmp_path):
   # The same checkpoint, the same examples: the same point on the chart.
   assert scored["strategies.eval"] == scored["compat_v1.eval"]
   assert scored["strategies.eval"][summaries.PRECISION_TAG][0][0] == 1
+
+
+@pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
+def test_the_runs_settings_are_on_the_dashboard(trainer, tmp_path):
+  """Before: TensorBoard's Text and HParams tabs said "No data"; the settings were only in
+  run_config.json and flags.txt."""
+  result = helpers.call(trainer, "--dataset=synthetic", "--batch_size=2", "--max_steps=1",
+                        "--seed=7", f"--train_dir={tmp_path}")
+  assert result.returncode == 0, result.stderr[-2000:]
+  plugins, texts = {}, []
+  for path in glob.glob(f"{tmp_path}/events.out.tfevents.*"):
+    reader = plugin_event_accumulator.EventAccumulator(path)
+    reader.Reload()
+    for tag in reader.Tags()["tensors"]:
+      plugins[tag] = reader.SummaryMetadata(tag).plugin_data.plugin_name
+      if tag == run_summaries.SETTINGS_TAG:
+        texts += [tensor_util.make_ndarray(e.tensor_proto).item().decode()
+                  for e in reader.Tensors(tag)]
+  assert plugins[run_summaries.SETTINGS_TAG] == "text"
+  assert plugins[run_summaries.HPARAMS_TAG] == "hparams"
+  assert len(texts) == 1 and '"seed": 7' in texts[0] and "--seed=7" in texts[0]

@@ -99,7 +99,7 @@ def test_a_stopped_job_saves_and_launched_again_continues_from_there(tmp_path, m
   assert _no_task_left(tmp_path)
   assert not scratch.exists() and not list(temp.iterdir())
   # Only the chief writes into train_dir: per launch, the events file of its loop and the
-  # one of the driver's speed scalars (harness.driver.SPEED_TAGS).
+  # one of the driver's speed scalars (harness.run_summaries.SPEED_TAGS).
   assert len(glob.glob(f"{tmp_path}/events.out.tfevents.*")) == 2 * 2
 
 

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10 import config
-from harness import driver
+from harness import run_summaries
 from tests import helpers
 
 pytestmark = pytest.mark.slow
@@ -35,7 +35,7 @@ def _summaries(train_dir):
   for path in glob.glob(f"{train_dir}/events.out.tfevents.*"):
     for event in tf.compat.v1.train.summary_iterator(path):
       for v in event.summary.value:
-        if v.tag in driver.SPEED_TAGS:  # timing, not numbers of the run
+        if v.tag in run_summaries.TAGS:  # timing and settings, not numbers of the run
           continue
         out[v.tag] = (event.step, tf.make_ndarray(v.tensor))
   return out
