@@ -106,7 +106,8 @@ def summaries(train_dir):
   for path in glob.glob(f"{train_dir}/events.out.tfevents.*"):
     for event in tf.compat.v1.train.summary_iterator(path):
       for value in event.summary.value:
-        if value.tag in run_summaries.TAGS:
+        if value.tag in run_summaries.TAGS or value.metadata.plugin_data.plugin_name in (
+            "graph_run_metadata_graph",):  # the TF2 step's graph: what ran, not its numbers
           continue
         if value.HasField("histo") or (value.HasField("tensor") and value.tensor.tensor_shape.dim):
           scalar = None

@@ -105,6 +105,7 @@ class Backend(CheckpointedBackend):
     # the compiled steps over them.
     self.state = build_trainer(config, strategy, jit_compile=jit_compile)
     self.manager = self.iterator = self.writer = None
+    self.graph_written = False
 
   def start(self, step):
     config = self.config
@@ -119,8 +120,17 @@ class Backend(CheckpointedBackend):
                    else tf.summary.create_noop_writer())
 
   def train(self, call):
+    # The graph of the step, once, from the first call (TensorBoard's Graphs tab; the v1
+    # trainer's FileWriter writes its Session's graph): collected while that call runs.
+    graph = self.chief and not self.graph_written
+    if graph:
+      tf.summary.trace_on(graph=True, profiler=False)
     # The stop flag goes into the step: under MWMS it is agreed by all workers there.
     out = self.state.train_steps(self.iterator, call.k, call.stop, record=call.record)
+    if graph:
+      with self.writer.as_default():
+        tf.summary.trace_export("train_step", step=call.step)
+      self.graph_written = True
     return driver.Steps(out.loss, out.lr, out.last_loss, out.last_lr, stop=out.stop,
                         record=out.record, ran=int(out.ran) if call.k > 1 else None)
 

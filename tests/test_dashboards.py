@@ -49,16 +49,18 @@ def test_both_evaluators_write_the_originals_precision_tag(tmp_path):
 
 
 @pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
-def test_the_runs_settings_are_on_the_dashboard(trainer, tmp_path):
-  """Before: TensorBoard's Text and HParams tabs said "No data"; the settings were only in
-  run_config.json and flags.txt."""
+def test_the_runs_settings_and_graph_are_on_the_dashboard(trainer, tmp_path):
+  """Before: TensorBoard's Text and HParams tabs said "No data" (the settings were only in
+  run_config.json and flags.txt), and a TF2 run had no graph: "No graph definition files
+  were found" (the v1 trainer's FileWriter writes its Session's)."""
   result = helpers.call(trainer, "--dataset=synthetic", "--batch_size=2", "--max_steps=1",
                         "--seed=7", f"--train_dir={tmp_path}")
   assert result.returncode == 0, result.stderr[-2000:]
-  plugins, texts = {}, []
+  plugins, texts, graphs = {}, [], 0
   for path in glob.glob(f"{tmp_path}/events.out.tfevents.*"):
     reader = plugin_event_accumulator.EventAccumulator(path)
     reader.Reload()
+    graphs += reader.Tags()["graph"]
     for tag in reader.Tags()["tensors"]:
       plugins[tag] = reader.SummaryMetadata(tag).plugin_data.plugin_name
       if tag == run_summaries.SETTINGS_TAG:
@@ -67,3 +69,7 @@ def test_the_runs_settings_are_on_the_dashboard(trainer, tmp_path):
   assert plugins[run_summaries.SETTINGS_TAG] == "text"
   assert plugins[run_summaries.HPARAMS_TAG] == "hparams"
   assert len(texts) == 1 and '"seed": 7' in texts[0] and "--seed=7" in texts[0]
+  if trainer == "strategies.train":  # the step's function graph, once, from the first call
+    assert plugins["train_step"] == "graph_run_metadata_graph"
+  else:  # its Session's graph
+    assert graphs == 1
