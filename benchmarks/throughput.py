@@ -1,4 +1,4 @@
-"""Training throughput of the TF2 trainer against the v1 towers and its peers, in one run.
+r"""Training throughput of the TF2 trainer against the v1 towers and its peers, in one run.
 
   python -m benchmarks.throughput --num_gpus=1,2 --steps=50 --warmup=10 --steps_per_loop=10 \
       --precisions=fp32 --out=/tmp/benchmark

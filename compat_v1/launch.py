@@ -1,4 +1,4 @@
-"""Runs the TF1 ps/worker recipe as a local cluster: one process per task on 127.0.0.1.
+r"""Runs the TF1 ps/worker recipe as a local cluster: one process per task on 127.0.0.1.
 
   python -m compat_v1.launch --workers=2 --ps=1 -- --dataset=synthetic --max_steps=1000 \
       --train_dir=/tmp/cifar10_ps [--sync_replicas]

@@ -1,4 +1,4 @@
-"""Trains the CIFAR-10 CNN the TF1 way: towers, average_gradients, Session, Saver.
+r"""Trains the CIFAR-10 CNN the TF1 way: towers, average_gradients, Session, Saver.
 
   python -m compat_v1.train --num_gpus=2 --dataset=synthetic --max_steps=1000 \
       --train_dir=/tmp/cifar10_train_v1

@@ -1,4 +1,4 @@
-"""Two checkpoints of any origin, tensor by tensor: weights, moving averages, global step.
+r"""Two checkpoints of any origin, tensor by tensor: weights, moving averages, global step.
 
   python -m equivalence.checkpoints /tmp/cifar10_train/ckpt-400 \
       /tmp/cifar10_train_v1/model.ckpt-400

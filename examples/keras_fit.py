@@ -1,4 +1,4 @@
-"""Trains the CIFAR-10 CNN with Keras `fit` under MirroredStrategy (replaces multi_gpu_model).
+r"""Trains the CIFAR-10 CNN with Keras `fit` under MirroredStrategy (replaces multi_gpu_model).
 
   python -m examples.keras_fit --num_gpus=2 --dataset=synthetic --max_steps=200 \
       --save_checkpoint_steps=50 --train_dir=/tmp/cifar10_keras

@@ -1,4 +1,4 @@
-"""Trains the two-branch model of examples.two_branch: one model split over two devices.
+r"""Trains the two-branch model of examples.two_branch: one model split over two devices.
 
   python -m examples.model_parallel --num_gpus=2 --dataset=synthetic --steps=100 \
       [--log_device_placement]

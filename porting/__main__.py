@@ -1,4 +1,4 @@
-"""The porting kit's command line: compare a port, or convert its checkpoints.
+r"""The porting kit's command line: compare a port, or convert its checkpoints.
 
   python -m porting compare --port=tests.bn_momentum_port:port \
       --batches=tests.bn_momentum_port:batches --replicas=2 --steps=3 \

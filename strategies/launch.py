@@ -1,4 +1,4 @@
-"""Runs a TF2 training job as a local cluster: one process per task on 127.0.0.1.
+r"""Runs a TF2 training job as a local cluster: one process per task on 127.0.0.1.
 
   python -m strategies.launch --workers=2 -- --dataset=synthetic --max_steps=1000 \
       --train_dir=/tmp/cifar10_mwms

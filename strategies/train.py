@@ -1,4 +1,4 @@
-"""Trains the CIFAR-10 CNN with tf.distribute (the TF2 form of cifar10_multi_gpu_train.py).
+r"""Trains the CIFAR-10 CNN with tf.distribute (the TF2 form of cifar10_multi_gpu_train.py).
 
   python -m strategies.train --num_gpus=2 --dataset=synthetic --max_steps=1000 \
       --train_dir=/tmp/cifar10_train

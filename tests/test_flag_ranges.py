@@ -8,6 +8,7 @@ import importlib
 import inspect
 import math
 import os
+import re
 
 from absl import flags
 import pytest
@@ -175,3 +176,13 @@ def test_docs_flags_md_is_the_table():
     assert f.read() == text, "docs/flags.md is stale: FLAGS_MD=write python -m pytest " \
         "tests/test_flag_ranges.py"
   assert "| `--max_steps` | int | an integer in the range [1, 1099511627776] | 1000000 |" in text
+
+
+@pytest.mark.parametrize("binary", BINARIES)
+def test_the_usage_in_help_is_a_command_that_can_be_pasted(binary):
+  """--help prints the module's docstring: a `\\` line continuation in a plain string was
+  joined away, leaving the example's lines glued with a run of spaces (seven in
+  strategies.train's); raw docstrings keep the shell's continuation."""
+  doc = _binary(binary).__doc__ or ""
+  for line in doc.splitlines():
+    assert not ("python -m" in line and re.search(r"\S {3,}\S", line)), (binary, line)
