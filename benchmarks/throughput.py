@@ -33,6 +33,7 @@ from cifar10 import config
 from cifar10.errors import UsageError
 from harness import cli
 from harness import flag_ranges
+from porting import filesystems
 
 KINDS = ("tf2", "tf2_loop", "v1", "keras_path", "keras_peer", "bare_step")
 LABELS = {"tf2": "TF2", "tf2_loop": "TF2 K", "v1": "v1", "keras_path": "Keras path",
@@ -116,7 +117,7 @@ def _check(values):
   if values.steps % k or values.warmup % k:
     raise UsageError(f"--steps={values.steps} and --warmup={values.warmup} must be multiples "
                      f"of --steps_per_loop={k}, so the clock reads at call boundaries")
-  if values.out and flag_ranges.is_url(values.out):  # os.makedirs would make a folder "gs:"
+  if values.out and filesystems.is_url(values.out):  # os.makedirs would make a folder "gs:"
     raise UsageError(f"--out={values.out}: give a local folder (matplotlib writes the chart "
                      "there); copy the results to object storage afterwards")
   if values.out:

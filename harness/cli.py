@@ -27,6 +27,7 @@ from cifar10.errors import UsageError
 from harness import flag_ranges
 from harness import quiet
 from harness import run_errors
+from porting import filesystems
 from porting.errors import PortError
 
 # TensorFlow's words for "this op cannot go where it was asked" (eager, tf.function, Session).
@@ -119,7 +120,7 @@ def check_paths(named):
   TensorFlow does not have here; every path flag is checked so before main runs, and a
   binary calls this for the paths among its arguments. TensorFlow is imported only for a URL."""
   for what, path in named:
-    if path and flag_ranges.is_url(path):
+    if path and filesystems.is_url(path):
       from harness import run_folder  # pylint: disable=g-import-not-at-top
       run_folder.check_filesystem(path, what)
 

@@ -18,13 +18,13 @@ binary's numeric rows.
 """
 
 import math
-import re
 
 from absl import flags
 
 from cifar10 import config
 from cifar10 import devices
 from cifar10.hparams import DEFAULT
+from porting import filesystems
 
 # 2**40 steps is 35 years at a millisecond a step; the global step is an int64 in both trainers.
 MAX_STEPS = 2 ** 40
@@ -35,8 +35,6 @@ MAX_LOCAL_TASKS = 64  # a launcher's processes on one machine, each a TensorFlow
 WEEK_SECS = 7 * 24 * 3600
 EVAL_SPLIT = DEFAULT.num_examples_per_epoch_for_train  # train_eval, the largest split scored
 MAX_HIDDEN = 65536  # benchmarks.porting_scale: units of a dense layer (~17G parameters)
-
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 # name: (low, high) for integers, inclusive; floats: (low, high, low_is_open).
 INTEGERS = {
@@ -183,15 +181,11 @@ def path(name, default, help_text, flag_values):
                serializer=flags.ArgumentSerializer())
 
 
-def is_url(value):
-  return bool(_SCHEME.match(value))
-
-
 def urls(fv):
   """(flag, value) of each path flag of `fv` whose value is a URL (has a scheme)."""
   return [(name, fv[name].value) for name in sorted(fv)
           if isinstance(fv[name].parser, _PathParser) and fv[name].value
-          and is_url(fv[name].value)]
+          and filesystems.is_url(fv[name].value)]
 
 
 def is_numeric(flag):

@@ -9,7 +9,6 @@ checkpoints, their index and their recovery after a kill are harness.recovery's.
 
 import contextlib
 import os
-import re
 import secrets
 import stat
 
@@ -19,12 +18,11 @@ import tensorflow as tf
 from cifar10.errors import UsageError
 from porting import filesystems
 
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def is_local(path):
   """Whether `path` is a path of this machine's OS (no scheme, or file://)."""
-  return not _SCHEME.match(path) or path.startswith("file://")
+  return not filesystems.is_url(path) or path.startswith("file://")
 
 
 def os_path(path):
@@ -39,7 +37,7 @@ def is_link(path):
 
 def is_absolute(path):
   """Absolute as a checkpoint index means it: rooted locally, or a URL."""
-  return os.path.isabs(path) or bool(_SCHEME.match(path))
+  return os.path.isabs(path) or filesystems.is_url(path)
 
 
 def refuse_non_files(path):

@@ -7,6 +7,11 @@ import re
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
+def is_url(path):
+  """Whether `path` has a URL scheme (gs://, file://, ...), not only a local path's form."""
+  return bool(_SCHEME.match(path or ""))
+
+
 def missing(path):
   """Why TensorFlow cannot reach `path` here (one line), or None: a local path, or a URL of
   a scheme it has a filesystem for."""
