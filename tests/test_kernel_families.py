@@ -60,8 +60,15 @@ def _one_step(family, train_dir):
   return checkpoints.read(str(train_dir))
 
 
+@pytest.fixture(scope="module")
+def default_step(tmp_path_factory):
+  """The one step on this machine's default family, run once for the three families (the
+  module scope keeps this file on one xdist worker: tests/conftest.py)."""
+  return _one_step("default", tmp_path_factory.mktemp("default"))
+
+
 @pytest.mark.parametrize("family", list(FAMILIES))
-def test_the_contracts_core_checks_hold_on_each_kernel_family(family, tmp_path):
+def test_the_contracts_core_checks_hold_on_each_kernel_family(family, tmp_path, default_step):
   result = subprocess.run(
       [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", *CORE],
       env=_env(family), capture_output=True, text=True, timeout=600, cwd=helpers.REPO)
@@ -73,7 +80,7 @@ def test_the_contracts_core_checks_hold_on_each_kernel_family(family, tmp_path):
   assert f"{len(CORE) - skipped} passed" in summary, summary
   assert not (skipped and family == "onednn_off"), summary
   # Against the default family: one step apart by rounding only (or not at all).
-  here, default = _one_step(family, tmp_path / family), _one_step("default", tmp_path / "d")
-  for name, value in default.weights.items():
+  here = _one_step(family, tmp_path / family)
+  for name, value in default_step.weights.items():
     scale = np.abs(value).max()
     assert np.abs(here.weights[name] - value).max() <= ROUNDING * scale, (family, name)
