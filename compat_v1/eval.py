@@ -1,8 +1,13 @@
-"""Evaluates checkpoints of either trainer the TF1 way: variables_to_restore() of the EMA.
+r"""Scores checkpoints of either trainer (or the original's), the TF1 way.
 
-  python -m compat_v1.eval --checkpoint_dir=/tmp/cifar10_train_v1 --dataset=synthetic --run_once
+  python -m compat_v1.eval --checkpoint_dir=/tmp/cifar10_train_v1 \
+      --dataset=synthetic --run_once
 
-Without --run_once it waits for new checkpoints and scores each, like `cifar10_eval.py`.
+Precision @ 1 and the loss of the moving averages (variables_to_restore()) on
+the test split: one line per checkpoint on standard output, and summaries in
+--eval_dir (by default <checkpoint_dir>/eval, beside the training curves).
+Without --run_once it scores each new checkpoint as the trainer writes it, until
+Ctrl-C or the trainer's last step.
 """
 
 from absl import flags

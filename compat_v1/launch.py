@@ -1,12 +1,13 @@
-r"""Runs the TF1 ps/worker recipe as a local cluster: one process per task on 127.0.0.1.
+r"""Runs the TF1 ps/worker recipe as a local cluster: a process per task.
 
-  python -m compat_v1.launch --workers=2 --ps=1 -- --dataset=synthetic --max_steps=1000 \
-      --train_dir=/tmp/cifar10_ps [--sync_replicas]
+  python -m compat_v1.launch --workers=2 --ps=1 -- --dataset=synthetic \
+      --max_steps=1000 --train_dir=/tmp/cifar10_ps [--sync_replicas]
 
-Each task is `compat_v1.train --job_name=... --task_index=... --ps_hosts=... --worker_hosts=...`
-on free ports; worker 0 is the chief. Log lines are prefixed with their task, Ctrl-C stops
-every task, the ps tasks are stopped when the chief is done, and the exit status is the job's.
-With GPUs each worker sees only its own --num_gpus of them, the ps tasks none.
+The flags after -- are compat_v1.train's. Each task is compat_v1.train with
+--job_name, --task_index, --ps_hosts and --worker_hosts on free ports of
+127.0.0.1; worker 0 is the chief. Each log line names its task, Ctrl-C stops
+every task, the ps tasks stop when the chief is done, and the exit status is
+the job's. With GPUs each worker sees only its own --num_gpus of them.
 """
 
 import sys

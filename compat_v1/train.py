@@ -1,19 +1,22 @@
-r"""Trains the CIFAR-10 CNN the TF1 way: towers, average_gradients, Session, Saver.
+r"""Trains the CIFAR-10 model the TF1 way: towers, average_gradients, a Session.
 
   python -m compat_v1.train --num_gpus=2 --dataset=synthetic --max_steps=1000 \
       --train_dir=/tmp/cifar10_train_v1
 
-Same flags and defaults as `strategies.train` (without --strategy); with the same --seed,
---dataset, --num_gpus, --batch_size and --max_steps both write the same weights. The devices
-and the ConfigProto are built here and handed to the loop (compat_v1.loop, or
-compat_v1.cluster_loop for a task of a ps/worker cluster).
+The flags and defaults of strategies.train (but --strategy): with the same
+--seed, --dataset, --num_gpus, --batch_size and --max_steps the two write the
+same weights. The same command again resumes from --train_dir; SIGTERM or
+Ctrl-C saves and stops.
 
-The TF1 cluster recipe takes the classic flags (or TF_CONFIG), one process per task:
+The TF1 cluster recipe takes the classic flags (or TF_CONFIG), a process a task:
   python -m compat_v1.train --job_name=ps --task_index=0 --ps_hosts=h0:2222 \
       --worker_hosts=h1:2222,h2:2222 ...
-  python -m compat_v1.train --job_name=worker --task_index=0 ... [--sync_replicas]
-(`python -m compat_v1.launch --workers=2 --ps=1 -- <flags>` does this on one machine).
+  python -m compat_v1.train --job_name=worker --task_index=0 ... \
+      [--sync_replicas]
+(python -m compat_v1.launch --workers=2 --ps=1 -- <flags> runs one locally).
 """
+# The devices and the ConfigProto are built here and handed to the loop (compat_v1.loop, or
+# compat_v1.cluster_loop for a task of a ps/worker cluster).
 
 import dataclasses
 

@@ -27,6 +27,7 @@ from cifar10.errors import UsageError
 from harness import flag_ranges
 from harness import quiet
 from harness import run_errors
+from harness import usage
 from porting import filesystems
 from porting.errors import PortError
 
@@ -191,14 +192,20 @@ def app_run(fv, define_flags, main, takes_args=False):
   the global FlagValues the entry point hands in (app.run parses into it)."""
   before = set(fv)
   define_flags(fv)
-  # --help lists the key flags of the main module; these were defined from harness.options.
-  for name in set(fv) - before:
+  own = {fv[name].name for name in set(fv) - before}
+  # --helpfull lists the key flags of the main module; these were defined from
+  # harness.options.
+  for name in own:
     fv.register_key_flag_for_module(sys.argv[0], fv[name])
 
   def parse(argv):
+    # Status 0 (absl's own --help ends with 1, so `cmd --help && ...` would fail).
     asked = _help_asked(argv)
-    if asked:  # absl's own --help ends with status 1, so `cmd --help && ...` would fail
-      app.usage(shorthelp=asked != "--helpfull", writeto_stdout=True, exitcode=0)
+    if asked == "--helpfull":
+      app.usage(shorthelp=False, writeto_stdout=True, exitcode=0)
+    elif asked:  # grouped by subject (harness.usage)
+      usage.print_help(fv, own)
+      sys.exit(0)
     try:
       return _parse(fv, argv)
     except Exit as e:

@@ -1,8 +1,12 @@
-"""Evaluates checkpoints of either trainer the TF2 way: precision @ 1 with the EMA weights.
+r"""Scores checkpoints of either trainer (or the original's), the TF2 way.
 
-  python -m strategies.eval --checkpoint_dir=/tmp/cifar10_train --dataset=synthetic --run_once
+  python -m strategies.eval --checkpoint_dir=/tmp/cifar10_train \
+      --dataset=synthetic --run_once
 
-Without --run_once it waits for new checkpoints and scores each, like `cifar10_eval.py`.
+Precision @ 1 and the loss of the moving averages on the test split: one line
+per checkpoint on standard output, and summaries in --eval_dir (by default
+<checkpoint_dir>/eval, beside the training curves). Without --run_once it scores
+each new checkpoint as the trainer writes it, until Ctrl-C or the last step.
 """
 
 from absl import flags

@@ -1,18 +1,16 @@
-r"""Runs a TF2 training job as a local cluster: one process per task on 127.0.0.1.
+r"""Runs a TF2 training job as a local cluster: a process per task on 127.0.0.1.
 
-  python -m strategies.launch --workers=2 -- --dataset=synthetic --max_steps=1000 \
-      --train_dir=/tmp/cifar10_mwms
+  python -m strategies.launch --workers=2 -- --dataset=synthetic \
+      --max_steps=1000 --train_dir=/tmp/cifar10_mwms
 
-With --ps=0 (the default) every task is a `strategies.train --strategy=multi_worker_mirrored`
-worker with its own TF_CONFIG; worker 0 is the chief and writes checkpoints and summaries.
-With --ps=M > 0 it is a ParameterServerStrategy job: a chief (the coordinator, which runs the
-loop and writes checkpoints and summaries), N workers and M ps tasks that serve until the
-chief is done. A PSS worker that dies does not end the job: the coordinator carries on.
-Each log line is prefixed with its task; Ctrl-C stops every task; the exit status is the
-job's. On a machine with GPUs each worker sees only its own --num_gpus of them
-(CUDA_VISIBLE_DEVICES), the ps tasks and the coordinator none (harness.gpu_split).
-On real machines, run the same command line on each host with its own TF_CONFIG
-(see BUILD.md).
+The flags after -- are strategies.train's. With --ps=0 (the default) every task
+is a --strategy=multi_worker_mirrored worker; worker 0 is the chief and writes
+checkpoints and summaries. With --ps=M > 0 it is a ParameterServerStrategy job:
+a chief (the coordinator, which writes checkpoints and summaries), the workers,
+and M ps tasks; a worker that dies does not end the job. Each log line names its
+task; Ctrl-C stops every task; the exit status is the job's. With GPUs each
+worker sees only its own --num_gpus of them. On real machines, run the same
+command on each host with its own TF_CONFIG (BUILD.md).
 """
 
 import sys

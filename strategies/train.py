@@ -1,12 +1,16 @@
-r"""Trains the CIFAR-10 CNN with tf.distribute (the TF2 form of cifar10_multi_gpu_train.py).
+r"""Trains the CIFAR-10 model with TF2's tf.distribute.
 
   python -m strategies.train --num_gpus=2 --dataset=synthetic --max_steps=1000 \
       --train_dir=/tmp/cifar10_train
 
-Kept short on purpose: the flags become cifar10.config objects, the devices and the strategy
-are built here and handed to the loop (strategies.loop, or strategies.cluster_loop on the
-chief of a parameter-server job). Restarting with the same --train_dir resumes.
+The classic cifar10_multi_gpu_train.py, ported: one replica per GPU (or per
+logical CPU device where there is none). The same command again resumes from the
+newest checkpoint in --train_dir; SIGTERM or Ctrl-C saves and stops. Curves:
+tensorboard --logdir=<train_dir>; scores: python -m strategies.eval.
 """
+# Kept short on purpose: the flags become cifar10.config objects, the devices and the strategy
+# are built here and handed to the loop (strategies.loop, or strategies.cluster_loop on the
+# chief of a parameter-server job).
 
 import os
 

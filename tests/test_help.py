@@ -1,0 +1,61 @@
+"""`--help`, as a user reads it: the binary's usage, then its own flags grouped by subject
+(harness.usage), each once, within 80 columns where the project wrote the text. Before:
+one alphabetical block of 155 lines under the module's path, with a preamble written for
+the project's developers, ending with exit status 1."""
+
+import importlib
+
+from absl import flags
+import pytest
+
+from harness import usage
+from tests import helpers
+from tests.test_flag_ranges import BINARIES
+
+# The binaries a user runs first; their usage is written for 80 columns.
+MAIN = ("strategies.train", "compat_v1.train", "strategies.eval", "compat_v1.eval",
+        "strategies.launch", "compat_v1.launch")
+
+
+def _help(binary):
+  module = importlib.import_module(binary)
+  fv = flags.FlagValues()
+  module.define_flags(fv)
+  names = {fv[n].name for n in fv}
+  return usage.text(module.__doc__, fv, names), names
+
+
+@pytest.mark.parametrize("binary", BINARIES)
+def test_each_flag_is_listed_once_under_its_subject(binary):
+  text, names = _help(binary)
+  for name in names:
+    entries = [line for line in text.splitlines()
+               if line.split("=")[0].split(" ")[2:3] in (["--" + name], ["--[no]" + name])]
+    assert len(entries) == 1, (binary, name, entries)
+  lines = text.splitlines()
+  headings = [line[:-1] for line, after in zip(lines, lines[1:])
+              if line.endswith(":") and after.startswith("  --")]
+  assert headings, text
+  order = [s for s, _ in usage.SUBJECTS] + ["Other flags"]
+  assert headings == sorted(headings, key=order.index), headings
+  if binary in MAIN:  # every flag of theirs has a subject
+    assert "Other flags" not in headings, binary
+
+
+@pytest.mark.parametrize("binary", MAIN)
+def test_the_main_binaries_help_fits_in_80_columns(binary):
+  text, _ = _help(binary)
+  wide = [line for line in text.splitlines() if len(line) > usage.WIDTH]
+  assert not wide, wide
+
+
+def test_help_exits_0_with_the_subjects_in_order_on_stdout():
+  result = helpers.run("compat_v1.train", "--help")  # status 0 (absl's own: 1)
+  assert result.returncode == 0 and result.stderr == ""
+  places = [result.stdout.index(f"\n{s}:\n") for s, _ in usage.SUBJECTS]
+  assert places == sorted(places)
+  data, schedule = places[0], places[1]
+  assert data < result.stdout.index("  --dataset=cifar10\n") < schedule
+  assert result.stdout.index("  --job_name") > places[-1]  # a cluster flag, under Clusters
+  full = helpers.run("compat_v1.train", "--helpfull")  # absl's, every module's flags
+  assert full.returncode == 0 and "absl.flags:" in full.stdout
