@@ -11,17 +11,14 @@ The original's tags, tower prefix stripped as its `_activation_summary` and `tow
   <term>                its moving average (ExponentialMovingAverage(0.9, name='avg'))
 
 As in the original multi-GPU trainer, the values are those of the last tower (replica).
-The trainers' own `loss`, `learning_rate`, `<variable>/values` and `<variable>/gradients` are
-written beside them. Both evaluators write PRECISION_TAG, the original cifar10_eval.py's.
+The trainers' own `learning_rate`, `<variable>/values` and `<variable>/gradients` are
+written beside them, and the tags training shares with evaluation (cifar10.scores).
 """
 
 import tensorflow as tf
 
 from cifar10 import losses
 from cifar10 import model
-
-PRECISION_TAG = "Precision @ 1"
-
 
 def sparsity(x):
   """The fraction of zeros in x, as float32: counted exactly and divided in float64, so graph

@@ -164,7 +164,7 @@ class Backend(driver.Backend):
       self.saver.recover_last_checkpoints(self.keep)
       values = self.values
       scaffold = v1.train.Scaffold(
-          saver=self.saver,
+          saver=self.saver, init_feed_dict=g.init_feed,
           init_fn=(lambda _, sess: loader.assign(sess, values)) if values else None)
       if self.chief:
         self.writer = v1.summary.FileWriter(config.train_dir, graph)

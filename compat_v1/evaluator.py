@@ -15,7 +15,7 @@ import tensorflow as tf
 from cifar10 import checkpoints
 from cifar10 import input_pipeline as ip
 from cifar10 import model
-from cifar10 import summaries
+from cifar10 import scores
 from cifar10.hparams import DEFAULT
 from compat_v1 import devices
 from compat_v1 import inputs
@@ -54,16 +54,14 @@ class Evaluator:
       self.iterator = v1.data.make_initializable_iterator(dataset)
       self.feed = feed
       images, labels = self.iterator.get_next()
-      values = model.initial_values(0)  # shapes only: every value comes from the checkpoint
       params = {}
-      for spec in model.SPECS:
+      for spec in model.SPECS:  # every value comes from the checkpoint: no initial values
         scope, leaf = spec.name.split("/")
         with v1.variable_scope(scope):
-          params[spec.name] = v1.get_variable(leaf, initializer=values[spec.name])
+          params[spec.name] = v1.get_variable(leaf, spec.shape, tf.float32,
+                                              v1.zeros_initializer())
       global_step = v1.train.get_or_create_global_step()
-      top_k = tf.math.in_top_k(labels, model.inference(params, images), 1)
-      # (correct, scored) per batch; the last batch of a split may be smaller.
-      self.counts = (tf.reduce_sum(tf.cast(top_k, tf.int64)), tf.size(labels, out_type=tf.int64))
+      self.counts = scores.batch_counts(model.inference(params, images), labels)
       # The original's idiom: {'conv1/weights/ExponentialMovingAverage': conv1/weights, ...}
       to_restore = v1.train.ExponentialMovingAverage(
           DEFAULT.moving_average_decay).variables_to_restore()
@@ -81,20 +79,22 @@ class Evaluator:
   def evaluate(self, path):
     """Returns (precision @ 1, global step) of checkpoint `path` and writes the summary."""
     sess = self.sess  # every variable is assigned, the iterator re-initialised, per checkpoint
-    step = self.loader.load(sess, path).global_step
+    state = self.loader.load(sess, path)
+    step = state.global_step
     sess.run(self.iterator.initializer, self.feed)
-    correct = count = 0
+    tally = scores.Tally()
     while True:  # until the dataset ends: each example of the split once
       try:
-        c, n = sess.run(self.counts)
+        tally.add(*sess.run(self.counts))
       except tf.errors.OutOfRangeError:
         break
-      correct, count = correct + int(c), count + int(n)
-    precision = progress.log_precision(correct, count, step, path)
+    precision, loss = tally.precision(), tally.loss(state.averages)
+    progress.print_scores(precision, loss, tally.examples, step, path)
     # The original's idiom, which keeps the tag as written: v1.summary.scalar would rename it
     # `Precision___1`, and the two evaluators' charts would not overlay.
     self.writer.add_summary(v1.Summary(value=[
-        v1.Summary.Value(tag=summaries.PRECISION_TAG, simple_value=precision)]), step)
+        v1.Summary.Value(tag=scores.PRECISION_TAG, simple_value=precision),
+        v1.Summary.Value(tag=scores.LOSS_TAG, simple_value=loss)]), step)
     self.writer.flush()
     return precision, step
 

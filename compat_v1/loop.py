@@ -120,7 +120,7 @@ class Backend(driver.Backend):
         raise run_errors.cannot_resume(path, e) from None
       b.saver.recover_last_checkpoints(self.keep)  # --max_checkpoints_to_keep spans restarts
     else:
-      self.sess.run(b.init)
+      self.sess.run(b.init, b.train.init_feed)
       if values is not None:
         b.loader.assign(self.sess, values)
 

@@ -20,13 +20,15 @@ from cifar10 import losses
 from cifar10 import precision
 from cifar10 import model
 from cifar10 import schedule
+from cifar10 import scores
 from cifar10 import summaries as cifar10_summaries
 
 v1 = tf.compat.v1
 TOWER_NAME = "tower"
 
 TrainGraph = collections.namedtuple(
-    "TrainGraph", "train_op loss learning_rate global_step params ema grads summary_op hooks")
+    "TrainGraph", "train_op loss learning_rate global_step params ema grads summary_op hooks "
+    "init_feed")
 
 
 def tower_params(initial_values, device="/cpu:0"):
@@ -63,11 +65,14 @@ def average_gradients(tower_grads):
   Returns:
     [(mean gradient, variable), ...] in that order.
   """
-  average = []
-  for grad_and_vars in zip(*tower_grads):
-    grads = [tf.expand_dims(g, 0) for g, _ in grad_and_vars]
-    average.append((tf.reduce_mean(tf.concat(grads, 0), 0), grad_and_vars[0][1]))
-  return average
+  return [(tower_mean([g for g, _ in grad_and_vars]), grad_and_vars[0][1])
+          for grad_and_vars in zip(*tower_grads)]
+
+
+def tower_mean(values):
+  """The mean of one tensor's value on each tower, as the original's average_gradients took
+  it: stacked along a new first axis, then reduce_mean over it."""
+  return tf.reduce_mean(tf.concat([tf.expand_dims(v, 0) for v in values], 0), 0)
 
 
 def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
@@ -84,7 +89,7 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
   gradients, their update and their EMA (the optimizer and the EMA colocate their ops with
   the variables); compat_v1.devices.parameter_device decides it.
   """
-  initial_values = model.initial_values(seed)
+  initial_values, init_feed = initial_value_feeds(seed)
   dynamic = loss_scale == precision.DYNAMIC
   with tf.device("/cpu:0"):
     global_step = v1.train.get_or_create_global_step()
@@ -98,7 +103,7 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
     opt = v1.train.GradientDescentOptimizer(lr)
     image_slices = tf.split(images, len(devices))
     label_slices = tf.split(labels, len(devices))
-  tower_grads, tower_losses = [], []
+  tower_grads, tower_losses, tower_hits = [], [], []
   with v1.variable_scope(v1.get_variable_scope()):
     for i, device in enumerate(devices):
       with tf.device(device), tf.name_scope(f"{TOWER_NAME}_{i}"):
@@ -113,8 +118,10 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
         unscaled = precision.unscaled([g for g, _ in grads], loss_scale)
         tower_grads.append(list(zip(unscaled, variables)))
         tower_losses.append(loss)
+        tower_hits.append(scores.batch_precision(logits, label_slices[i]))
   with tf.device(param_device):
     grads = average_gradients(tower_grads)
+    hits = tower_mean(tower_hits)  # the global batch's precision, as strategies' step has it
   with tf.device("/cpu:0"):
     if dynamic:
       finite = precision.all_finite([g for g, _ in grads])
@@ -151,7 +158,10 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
     train_op = tf.group(train_op, *loss_averages.values())
     # After the step, so the weight histograms show the updated weights as in TF2.
     with tf.control_dependencies([train_op]):
-      summaries = [v1.summary.scalar("loss", loss), v1.summary.scalar("learning_rate", lr)]
+      # The raw op: v1.summary.scalar would rename "Precision @ 1" to "Precision___1".
+      summaries = [v1.summary.scalar(scores.LOSS_TAG, loss),
+                   tf.raw_ops.ScalarSummary(tags=scores.PRECISION_TAG, values=hits),
+                   v1.summary.scalar("learning_rate", lr)]
       scalars, histograms = cifar10_summaries.original(activations, terms, loss_averages)
       summaries += [v1.summary.scalar(tag, value) for tag, value in scalars.items()]
       summaries += [v1.summary.histogram(tag, value) for tag, value in histograms.items()]
@@ -160,4 +170,17 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
         summaries.append(v1.summary.histogram(name + "/values", var.read_value()))
         summaries.append(v1.summary.histogram(name + "/gradients", grad))
   return TrainGraph(train_op, loss, lr, global_step, params, ema,
-                    [g for g, _ in grads], v1.summary.merge(summaries), hooks)
+                    [g for g, _ in grads], v1.summary.merge(summaries), hooks, init_feed)
+
+
+def initial_value_feeds(seed):
+  """({name: placeholder}, {placeholder: initial value}): the weights' initial values fed to
+  the initializer rather than held in the graph as constants, which made every v1 events file
+  carry them (9.2 MB; the original's graph drew them with random ops and was small). Run
+  `global_variables_initializer()` with the feed (a Scaffold's init_feed_dict does)."""
+  values = model.initial_values(seed)
+  feeds = {}
+  with tf.device("/cpu:0"), tf.name_scope("initial_values"):
+    for spec in model.SPECS:
+      feeds[spec.name] = v1.placeholder(tf.float32, spec.shape, spec.name.replace("/", "_"))
+  return feeds, {feeds[n]: values[n] for n in feeds}

@@ -76,7 +76,7 @@ def v1_gradients(n, seed, images, labels):
                           decay_steps=1, hparams=DEFAULT,
                           param_device=v1_devices.parameter_device(devices))
     with v1.Session(config=_v1_session(n)) as sess:
-      sess.run(v1.global_variables_initializer())
+      sess.run(v1.global_variables_initializer(), g.init_feed)
       values = sess.run(g.grads)
   return dict(zip(model.VARIABLE_NAMES, values))
 

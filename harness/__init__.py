@@ -16,13 +16,14 @@
   cli         flags parsed, errors as one line, exit statuses (every binary runs through it)
   options     the flags of every binary, defined once, mapped to cifar10.config objects
   flag_ranges the range of every numeric flag of every binary, checked while parsing
+  usage       --help: the binary's usage, then its flags grouped by subject
   cluster_options  a cluster job's flags: its tasks, the wait for peers, the evaluator task
   cluster     TF_CONFIG read and written in one place
   slurm       --cluster_resolver: TF_CONFIG or a Slurm job step, checked
   launcher    a local cluster: one process per task on 127.0.0.1, nothing left behind
   gpu_split   each task of a local cluster its own GPUs (CUDA_VISIBLE_DEVICES)
   signals     SIGTERM and Ctrl-C as requests to stop at the next step boundary
-  progress    the original's step and precision lines
+  progress    the original's step lines; the evaluators' results, on standard output
   profiling   --profile_steps: a TensorBoard profile of a window of steps
   polling     the evaluators' wait for new checkpoints
   quiet       TensorFlow's import-time noise kept off the first screen

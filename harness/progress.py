@@ -60,10 +60,9 @@ def eta_text(seconds):
   return f"{days} day{'s' if days != 1 else ''}, {clock}" if days else clock
 
 
-def log_precision(correct, count, step, path):
-  """The evaluators' line, `<time>: precision @ 1 = X (N examples, step S, checkpoint)`, for
-  `correct` of `count` examples scored; returns the precision."""
-  precision = correct / count
-  logging.info("%s: precision @ 1 = %.3f (%d examples, step %d, %s)", datetime.datetime.now(),
-               precision, count, step, path)
-  return precision
+def print_scores(precision, loss, examples, step, path):
+  """The evaluators' result, on standard output (their logs go to standard error, so
+  `... > scores.txt` or `| grep precision` gets exactly these lines):
+  `step S: precision @ 1 = P, loss = L (N examples, <checkpoint>)`."""
+  print(f"step {step}: precision @ 1 = {precision:.3f}, loss = {loss:.3f} "
+        f"({examples} examples, {path})", flush=True)

@@ -25,6 +25,7 @@ import tensorflow as tf
 
 from cifar10 import data_sources
 from cifar10 import input_pipeline
+from cifar10 import scores
 from harness import driver
 from strategies import histograms
 from strategies import loop
@@ -74,7 +75,7 @@ class Backend(loop.CheckpointedBackend):
     if not call.sync:
       return driver.Steps(None, None)
     self.coordinator.join()
-    loss, lr, _, _ = result.fetch()
+    loss, lr, _, record = result.fetch()
     next_step = call.step + 1
     surplus = self.global_step() - next_step
     if surplus:
@@ -82,11 +83,12 @@ class Backend(loop.CheckpointedBackend):
       logging.warning("%d step(s) of a lost worker were applied and then run again; the "
                       "global step counts each scheduled step once", surplus)
       self.state.global_step.assign(next_step)
-    return driver.Steps(loss, lr, loss, lr)
+    return driver.Steps(loss, lr, loss, lr, record=record)
 
   def write_summaries(self, step, steps):
     with self.writer.as_default():
-      tf.summary.scalar("loss", steps.loss, step=step)
+      tf.summary.scalar(scores.LOSS_TAG, steps.loss, step=step)
+      tf.summary.scalar(scores.PRECISION_TAG, steps.record["precision"], step=step)
       tf.summary.scalar("learning_rate", steps.lr, step=step)
       # The weights are read from the ps tasks (shards joined); the gradients stay on the
       # workers, so unlike the synchronous strategies there are no gradient histograms.

@@ -14,7 +14,7 @@ from cifar10 import checkpoints
 from cifar10 import data_sources
 from cifar10 import input_pipeline
 from cifar10 import model
-from cifar10 import summaries
+from cifar10 import scores
 from harness import polling
 from harness import progress
 from strategies import devices
@@ -35,27 +35,26 @@ class Evaluator:
     self.writer = tf.summary.create_file_writer(config.eval_dir)
 
   @tf.function(autograph=False)  # nothing here branches on a tensor: no conversion to pay
-  def _correct(self, images, labels):
-    """(correct, scored) in one batch; the last batch of a split may be smaller."""
-    logits = model.inference(self.params, images)
-    return (tf.reduce_sum(tf.cast(tf.math.in_top_k(labels, logits, 1), tf.int64)),
-            tf.size(labels, out_type=tf.int64))
+  def _scores(self, images, labels):
+    return scores.batch_counts(model.inference(self.params, images), labels)
 
   def close(self):
     """Closes the summary writer, flushing what it holds."""
     self.writer.close()
 
   def evaluate(self, path):
-    """Returns (precision @ 1, global step) of checkpoint `path` and writes the summary."""
+    """Returns (precision @ 1, global step) of checkpoint `path` and writes its summaries."""
     state = checkpoints.read(path, kinds=("ema", "step"))
     for name, value in state.averages.items():
       self.params[name].assign(value)
-    counts = [self._correct(x, y) for x, y in self.dataset]
-    step = state.global_step
-    precision = progress.log_precision(sum(int(c) for c, _ in counts),
-                                       sum(int(n) for _, n in counts), step, path)
+    tally = scores.Tally()
+    for images, labels in self.dataset:
+      tally.add(*self._scores(images, labels))
+    step, precision, loss = state.global_step, tally.precision(), tally.loss(state.averages)
+    progress.print_scores(precision, loss, tally.examples, step, path)
     with self.writer.as_default():
-      tf.summary.scalar(summaries.PRECISION_TAG, precision, step=step)
+      tf.summary.scalar(scores.PRECISION_TAG, precision, step=step)
+      tf.summary.scalar(scores.LOSS_TAG, loss, step=step)
     self.writer.flush()
     return precision, step
 

@@ -21,6 +21,7 @@ import tensorflow as tf
 from cifar10 import data_sources
 from cifar10 import model
 from cifar10 import precision
+from cifar10 import scores
 from cifar10 import summaries
 from harness import driver
 from harness import run_errors
@@ -146,7 +147,8 @@ class Backend(CheckpointedBackend):
     bits as tf.summary.histogram, 5x faster)."""
     record, params = steps.record, self.state.params
     with self.writer.as_default():
-      tf.summary.scalar("loss", steps.loss, step=step)
+      tf.summary.scalar(scores.LOSS_TAG, steps.loss, step=step)
+      tf.summary.scalar(scores.PRECISION_TAG, record["precision"], step=step)
       tf.summary.scalar("learning_rate", steps.lr, step=step)
       scalars, distributions = summaries.original(record["activations"], record["terms"],
                                                   record["averages"])

@@ -32,6 +32,7 @@ from cifar10 import losses
 from cifar10 import model
 from cifar10 import precision
 from cifar10 import schedule
+from cifar10 import scores
 from cifar10.hparams import DEFAULT
 from porting.gates import replica_mean
 from strategies import state
@@ -91,14 +92,18 @@ class Trainer(state.TrainingState):
     return grads, terms, activations
 
   def _replica_gradients(self, images, labels, *extra):
-    """Gradients of one replica, averaged over the replicas with `extra` (replica_mean).
-    Also returns the tower terms and activations the original summarised."""
+    """Gradients of one replica, averaged over the replicas with the replica's precision
+    (scores.batch_precision: the global batch's, the towers' mean as compat_v1 takes it) and
+    `extra` (replica_mean). Also returns the tower terms and activations the original
+    summarised."""
     ctx = tf.distribute.get_replica_context()
     scale = self.scale.read_value() if self.dynamic else self.loss_scale
     grads, terms, activations = self.forward_backward(images, labels, scale)
+    # The logits are the last layer's output in float32 (model.inference).
+    hits = scores.batch_precision(tf.cast(activations["softmax_linear"], tf.float32), labels)
     # identity: a copy on this replica's device (the input lives on the host, and the
     # all-reduce takes its destinations from where its values are).
-    extra = [tf.identity(x) for x in extra]
+    extra = [tf.identity(x) for x in [hits] + list(extra)]
     reduced = replica_mean(ctx, grads + extra)
     grads, extra = reduced[:len(grads)], reduced[len(grads):]
     finite = tf.constant(True)
@@ -113,7 +118,7 @@ class Trainer(state.TrainingState):
     The gradients follow `self.shards`: one per weight unless the weights are partitioned.
     """
     loss, grads, _, _, _ = self.strategy.run(self._replica_gradients, args=(images, labels))
-    return self.strategy.reduce(tf.distribute.ReduceOp.MEAN, loss, axis=None), grads
+    return self.strategy.reduce(tf.distribute.ReduceOp.MEAN, loss, axis=None), grads[:-1]
 
   def _recording_step(self, iterator, stop):
     return self._step(iterator, stop, record=True)
@@ -128,7 +133,7 @@ class Trainer(state.TrainingState):
     # The loss reported and checked is the towers' (mean of the replicas' tower losses): the
     # same value as compat_v1 reports, to the bit.
     loss = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, terms["total_loss"], axis=None)
-    grads, stop = reduced[:-1], reduced[-1]
+    grads, hits, stop = reduced[:-2], reduced[-2], reduced[-1]
     loss = losses.check_finite(loss)
     lr = self.lr()
     with tf.control_dependencies([loss]):
@@ -152,12 +157,12 @@ class Trainer(state.TrainingState):
       terms = {n: last(v) for n, v in terms.items()}
       loss_averages = {n: losses.average_update(self.loss_averages[n], terms[n])
                        for n in losses.LOSS_TERMS}
+    record = {"precision": self.strategy.experimental_local_results(hits)[0]} if record else {}
     if record and self.summary_outputs:
-      record = {"terms": terms, "averages": loss_averages,
-                "activations": {n: last(v) for n, v in activations.items()},
-                "gradients": [self.strategy.experimental_local_results(g)[0] for g in grads]}
-    else:
-      record = {}
+      record.update({"terms": terms, "averages": loss_averages,
+                     "activations": {n: last(v) for n, v in activations.items()},
+                     "gradients": [self.strategy.experimental_local_results(g)[0]
+                                   for g in grads]})
     # The reduced request is the same on every replica; > 0 if any replica anywhere asked.
     return loss, lr, self.strategy.experimental_local_results(stop)[0] > 0, record
 

@@ -51,8 +51,8 @@ def weights(train_dir):
 
 def evaluated_the_final_step(out, train_dir, step):
   final = str(train_dir / f"ckpt-{step}")
-  assert re.search(r"precision @ 1 = \d\.\d{3} \(64 examples, step %d, " % step
-                   + re.escape(final), out), out[-3000:]
+  assert re.search(r"step %d: precision @ 1 = \d\.\d{3}, loss = \d+\.\d{3} \(64 examples, "
+                   % step + re.escape(final), out), out[-3000:]
   assert f"Scored the final step {step} of --max_steps={step}; the evaluator is done" in out
   assert tf.io.gfile.glob(str(train_dir / "eval" / "events.out.tfevents.*"))
 

@@ -115,8 +115,8 @@ def summary_steps(folder):
 
 def call(module, *args):
   """`python -m module args...` inside this process (harness.cli.call: the same parsing, the
-  same one-line errors); returns a CompletedProcess with returncode and stderr (its log
-  lines, then what it printed)."""
+  same one-line errors); returns a CompletedProcess with returncode, stdout (its results)
+  and stderr (its log lines, then what it printed there)."""
   import contextlib  # pylint: disable=g-import-not-at-top
   import importlib  # pylint: disable=g-import-not-at-top
   import io  # pylint: disable=g-import-not-at-top
@@ -125,12 +125,14 @@ def call(module, *args):
   binary = importlib.import_module(module)
   import inspect  # pylint: disable=g-import-not-at-top
   takes_args = len(inspect.signature(binary.main).parameters) == 2  # main(values, args)
-  logs, err = io.StringIO(), io.StringIO()
+  logs, out, err = io.StringIO(), io.StringIO(), io.StringIO()
   handler = logging.StreamHandler(logs)
   logging.getLogger().addHandler(handler)
   try:
-    with contextlib.redirect_stderr(err):
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
       status = cli.call(binary.define_flags, binary.main, list(args), takes_args=takes_args)
   finally:
     logging.getLogger().removeHandler(handler)
-  return subprocess.CompletedProcess([module, *args], status, "", logs.getvalue() + err.getvalue())
+    sys.stdout.write(out.getvalue())  # still there for capsys, as a process's would be
+  return subprocess.CompletedProcess([module, *args], status, out.getvalue(),
+                                     logs.getvalue() + err.getvalue())

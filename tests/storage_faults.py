@@ -52,7 +52,7 @@ def _state(trainer, train_dir):
 
 def _result(completed):
   return {"status": completed.returncode, "line": helpers.error_line(completed),
-          "tail": completed.stderr[-1500:]}
+          "printed": completed.stdout, "tail": completed.stderr[-1500:]}
 
 
 def _read_only_view(path):

@@ -67,7 +67,8 @@ def test_train_stop_resume_and_evaluate_on_ram(trainer, tmp_path, monkeypatch, c
                         "--dataset=synthetic", "--seed=3", "--num_examples=16",
                         "--batch_size=8")
   assert scored.returncode == 0, scored.stderr[-2000:]
-  assert "(16 examples, step 4, ram://" in scored.stderr
+  assert scored.stdout.startswith("step 4: precision @ 1 = ")
+  assert "(16 examples, ram://" in scored.stdout
   assert any(n.startswith("events.out.tfevents")
              for n in tf.io.gfile.listdir(f"{run.train_dir}/eval"))
   assert os.listdir(tmp_path) == ["local"]  # nothing under ./ram:

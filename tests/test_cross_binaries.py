@@ -88,7 +88,7 @@ def test_both_log_and_summarise_like_the_original_and_alike(runs):
   assert set(v1) == set(tf2)
   layers = ("conv1", "conv2", "local3", "local4", "softmax_linear")
   terms = ("cross_entropy", "local3/weight_loss", "local4/weight_loss", "total_loss")
-  expected = {"loss", "learning_rate"} | {f"{l}/activations" for l in layers} | {
+  expected = {"loss", "Precision @ 1", "learning_rate"} | {f"{l}/activations" for l in layers} | {
       f"{l}/sparsity" for l in layers} | set(terms) | {t + "__raw_" for t in terms} | {
       f"{n}/{kind}" for n in model.VARIABLE_NAMES for kind in ("values", "gradients")}
   assert set(v1) == expected, set(v1) ^ expected
@@ -128,8 +128,10 @@ def _precision(evaluator, checkpoint_dir, eval_dir, data):
                         f"--eval_dir={eval_dir}", "--seed=2", *data,
                         "--num_examples=200", "--batch_size=64")
   assert result.returncode == 0, result.stderr[-3000:]
-  return re.search(r"precision @ 1 = (\d\.\d+) \((\d+) examples, step (\d+)",
-                   result.stderr).groups()
+  step, precision, count = re.search(
+      r"step (\d+): precision @ 1 = (\d\.\d+), loss = \S+ \((\d+) examples",
+      result.stdout).groups()
+  return precision, count, step
 
 
 def test_each_evaluator_scores_each_example_once_from_the_other_trainers_checkpoint(

@@ -1,14 +1,20 @@
 """What TensorBoard shows of the two trainers and evaluators, read with TensorBoard's own
-reader: the same precision tag, so that `tensorboard --logdir` over a TF2 and a v1 run
-overlays them, and each run's settings in the Text and HParams tabs."""
+reader: the same tags for training and evaluation, so that `tensorboard --logdir` over a TF2
+and a v1 run overlays them, and each run's settings in the Text and HParams tabs."""
 
 import glob
 
 import pytest
+import tensorflow as tf
 from tensorboard.backend.event_processing import plugin_event_accumulator
 from tensorboard.util import tensor_util
 
-from cifar10 import summaries
+from cifar10 import checkpoints
+from cifar10 import data_sources
+from cifar10 import input_pipeline
+from cifar10 import losses
+from cifar10 import model
+from cifar10 import scores
 from harness import run_summaries
 from tests import helpers
 
@@ -28,24 +34,63 @@ def _scalars(folder):
   return found
 
 
-def test_both_evaluators_write_the_originals_precision_tag(tmp_path):
-  """Before: the v1 evaluator wrote `Precision___1` (tf.compat.v1.summary.scalar rewrites
-  the name), the TF2 one `Precision @ 1`: the two charts never overlaid."""
-  train_dir = tmp_path / "run"
-  assert helpers.call("strategies.train", "--dataset=synthetic", "--batch_size=2",
-                      "--max_steps=1", f"--train_dir={train_dir}").returncode == 0
+def _graph_bytes(folder):
+  """Size of the serialized graph(s) in `folder`'s events."""
+  size = 0
+  for path in glob.glob(f"{folder}/events.out.tfevents.*"):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      size += len(event.graph_def)
+  return size
+
+
+@pytest.mark.slow
+def test_training_and_evaluation_of_both_trainers_overlay_under_shared_tags(tmp_path):
+  """Both trainers' runs and both evaluators' write `loss` and `Precision @ 1`, so that
+  TensorBoard draws training and evaluation (and TF2 and v1) on one chart each, as Keras's
+  train/ and validation/ runs. Before: the v1 evaluator wrote `Precision___1`
+  (tf.compat.v1.summary.scalar rewrites the name); training had no precision and evaluation
+  no loss; the v1 events carried the initial weights as graph constants (9.2 MB)."""
+  flags = ["--num_gpus=2", "--dataset=synthetic", "--batch_size=4", "--max_steps=2",
+           "--save_summaries_steps=1", "--seed=5"]
+  runs = {}
+  for trainer in ("strategies.train", "compat_v1.train"):
+    runs[trainer] = tmp_path / trainer
+    result = helpers.call(trainer, *flags, f"--train_dir={runs[trainer]}")
+    assert result.returncode == 0, result.stderr[-2000:]
+  trained = {t: _scalars(d) for t, d in runs.items()}
+  shared = {scores.LOSS_TAG, scores.PRECISION_TAG}
+  for tag in shared:  # the same points, to the bit: steps 0 and 1
+    assert trained["strategies.train"][tag] == trained["compat_v1.train"][tag], tag
+    assert [s for s, _ in trained["strategies.train"][tag]] == [0, 1]
+  # The global batch is 8: a precision is a whole number of eighths.
+  assert all((8 * p).is_integer() for _, p in trained["strategies.train"][scores.PRECISION_TAG])
   scored = {}
   for evaluator in ("strategies.eval", "compat_v1.eval"):
-    eval_dir = tmp_path / evaluator
+    eval_dir = tmp_path / evaluator / "eval"
     result = helpers.call(evaluator, "--dataset=synthetic", "--run_once", "--num_examples=64",
-                          f"--checkpoint_dir={train_dir}", f"--eval_dir={eval_dir}")
+                          "--seed=5", f"--checkpoint_dir={runs['strategies.train']}",
+                          f"--eval_dir={eval_dir}")
     assert result.returncode == 0, result.stderr[-2000:]
     scored[evaluator] = _scalars(eval_dir)
-  assert scored["strategies.eval"].keys() == {summaries.PRECISION_TAG} == \
-      scored["compat_v1.eval"].keys()
-  # The same checkpoint, the same examples: the same point on the chart.
+    assert _graph_bytes(eval_dir) < 100_000, evaluator  # before: 8.6 MB for the v1 one
+  assert scored["strategies.eval"].keys() == shared == scored["compat_v1.eval"].keys()
+  # The same checkpoint, the same examples: the same points on the chart.
   assert scored["strategies.eval"] == scored["compat_v1.eval"]
-  assert scored["strategies.eval"][summaries.PRECISION_TAG][0][0] == 1
+  (step, precision), = scored["strategies.eval"][scores.PRECISION_TAG]
+  (_, loss), = scored["strategies.eval"][scores.LOSS_TAG]
+  assert step == 2 and (64 * precision) == pytest.approx(round(64 * precision), abs=1e-4)
+  # The loss is the training loss's quantity over the split: mean cross-entropy of the moving
+  # averages' logits + their weight decay (another summation order here: float32 rounding).
+  averages = checkpoints.read(str(runs["strategies.train"])).averages
+  source = data_sources.load_source("synthetic", "test", seed=5)
+  images, labels = next(iter(input_pipeline.eval_dataset(source, batch_size=64,
+                                                         num_examples=64)))
+  logits = model.inference(averages, images)
+  expected = (float(tf.reduce_mean(losses.cross_entropy(logits, labels)))
+              + sum(s.wd * float(tf.nn.l2_loss(averages[s.name])) for s in model.SPECS if s.wd))
+  assert loss == pytest.approx(expected, rel=1e-5)
+  # The v1 graph holds no initial values (fed to the initializer): before, 9.2 MB.
+  assert _graph_bytes(runs["compat_v1.train"]) < 1_000_000
 
 
 @pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])

@@ -141,7 +141,8 @@ def test_an_evaluator_task_scores_the_final_checkpoint_and_ends(trainer, strateg
   result = helpers.call(trainer, *flags, "--evaluator_num_examples=16",
                         *([f"--strategy={strategy}"] if strategy else []))
   assert result.returncode == 0, result.stderr[-2000:]
-  scored = re.findall(r"precision @ 1 = \d\.\d{3} \(16 examples, step (\d+), ", result.stderr)
+  scored = re.findall(r"step (\d+): precision @ 1 = \d\.\d{3}, loss = \S+ \(16 examples, ",
+                      result.stdout)
   assert scored == ["2"], result.stderr[-2000:]
   assert "Scored the final step 2 of --max_steps=2; the evaluator is done" in result.stderr
   assert tf.io.gfile.glob(str(train_dir / "eval" / "events.out.tfevents.*"))

@@ -137,7 +137,7 @@ def test_a_waiting_evaluator_says_so_and_ctrl_c_there_is_a_clean_end(evaluator, 
   result = helpers.call(evaluator, "--dataset=synthetic", "--num_examples=16",
                         f"--checkpoint_dir={train_dir}", "--eval_interval_secs=30")
   assert result.returncode == 0, result.stderr[-2000:]
-  assert "precision @ 1 = " in result.stderr
+  assert "precision @ 1 = " in result.stdout
   assert f"Waiting for a new checkpoint in {train_dir} (looking every 30 s" in result.stderr
   assert "Ctrl-C: stopped waiting for checkpoints" in result.stderr
   assert "error" not in result.stderr.splitlines()[-1]

@@ -135,7 +135,8 @@ def test_a_full_or_read_only_disk_is_one_line_and_loses_nothing(tmp_path):
     assert seen[evaluator]["eval_dir_read_only"]["line"].endswith("/eval: Read-only file system")
     # A read-only run folder can still be evaluated.
     assert seen[evaluator]["checkpoint_dir_read_only"]["status"] == 0
-    assert "(8 examples, step 3," in seen[evaluator]["checkpoint_dir_read_only"]["line"]
+    assert seen[evaluator]["checkpoint_dir_read_only"]["printed"].startswith(
+        "step 3: precision @ 1 = ")
 
 
 class _Done(Exception):
@@ -230,7 +231,8 @@ def test_evaluators_read_a_folder_whose_index_is_empty_or_damaged(evaluator, tmp
     (tmp_path / "run" / "checkpoint").write_text(index)
     once = helpers.call(evaluator, *common, "--run_once")
     assert once.returncode == 0, once.stderr[-2000:]
-    assert f"(8 examples, step 2, {tmp_path}/run/ckpt-2)" in once.stderr
+    assert once.stdout.startswith("step 2: precision @ 1 = ")
+    assert once.stdout.endswith(f"(8 examples, {tmp_path}/run/ckpt-2)\n")
   # Continuous, as a managed cluster's evaluator task runs: it ends at the final step.
   from harness import polling  # pylint: disable=g-import-not-at-top
   run = config.EvalConfig(checkpoint_dir=str(tmp_path / "run"), eval_dir=str(tmp_path / "e"),
