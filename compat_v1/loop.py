@@ -101,11 +101,11 @@ class Backend(driver.Backend):
     # The Session first, so that its ConfigProto makes the devices, as in TF1: tfds's reads
     # and the input's tf.data functions start TensorFlow 2's eager runtime (gpu_runtime).
     self.sess = v1.Session(graph=graph, config=self.session_config)
+    logging.info("Training %s on %d tower(s) (%s), global batch %d, decay every %d steps",
+                 config.dataset, n, ", ".join(self.devices), config.global_batch_size(n),
+                 config.steps_between_decays(n))  # before the data's read: it takes seconds
     arrays = self.dataset if self.dataset is not None else inputs.load(config, "train")
     self.built = b = build(config, self.devices, step, arrays, graph)
-    logging.info("Training %s on %d tower(s) %s, global batch %d, decay every %d steps",
-                 config.dataset, n, self.devices, config.global_batch_size(n),
-                 config.steps_between_decays(n))
     self.sess.run([b.input_init, b.local_init], b.feed)
     path, values, _ = self.begin
     with b.graph.as_default():  # what Saver needs outside a `with Session` block

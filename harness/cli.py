@@ -25,6 +25,7 @@ from absl import logging
 
 from cifar10.errors import UsageError
 from harness import flag_ranges
+from harness import progress
 from harness import quiet
 from harness import run_errors
 from harness import usage
@@ -212,6 +213,7 @@ def app_run(fv, define_flags, main, takes_args=False):
       sys.exit(e.status)
 
   def run(argv):
+    progress.use_short_prefix()  # after app.run installed absl's handler
     try:
       sys.exit(_status(_main(main, fv, argv[1:], takes_args)))
     except Exit as e:

@@ -1,17 +1,20 @@
-"""The original's progress lines, printed the same way by both trainers and both evaluators.
+"""The progress lines of both trainers, and the evaluators' result lines.
 
-`<time>: step N, loss = X (Y examples/sec; Z sec/batch; S steps/sec; ETA h:mm:ss)`, numbered
-as the original numbered them: N is the 0-based index of the step just run (the global step
-before it), and a line is printed for N = 0, log_frequency, 2 * log_frequency, ... and for the
-last step. X is that step's loss; examples/sec counts the global batch, sec/batch and
-steps/sec are one global step, averaged since the previous line (the first line, like the
-original's, times the first step alone, graph building and tracing included). The original's
-part comes first, so what parsed its lines still does; the ETA, the steps left to
---max_steps at the rate since the previous line, is left out of the first line (its rate is
-the tracing's) and of the last.
+`step N, loss = X (Y examples/sec; Z sec/batch; ETA h:mm:ss)`, after the time of the
+binaries' log prefix (harness.cli: `HH:MM:SS `), so that a line fits in 100 columns:
+N is the 0-based index of the step just run (the global step before it), as the original
+numbered it, and a line is printed for N = 0, log_frequency, 2 * log_frequency, ... and for the
+last step. X is that step's loss; examples/sec counts the global batch and sec/batch is one
+global step, averaged since the previous line, as the original's were. The first line of a
+start (re)traces the step: it says how long that took instead of a rate, so no rate a person
+reads includes tracing. The ETA, the steps left to --max_steps at the rate since the first
+line (a steady rate: one slow stretch moves it little), is left out of the first line and of
+the last. What parsed the original's lines (`step N, loss = X (Y examples/sec; Z
+sec/batch`) still parses every line but the first.
 """
 
 import datetime
+import logging as std_logging
 import time
 
 from absl import logging
@@ -26,7 +29,7 @@ class StepLogger:
     self.max_steps = max_steps
     self.global_batch_size, self.log_frequency = global_batch_size, log_frequency
     self.tick, self.last = time.time(), start_step - 1  # time and index of the last line
-    self.first = True
+    self.steady = None  # (time, step) of the first line: the ETA's rate is measured from it
     # (examples/sec, steps/sec) of the last line, None for the first (it times tracing).
     self.rates = None
 
@@ -39,16 +42,20 @@ class StepLogger:
                                  or last_step):
       return None
     loss = float(loss_fn())  # waits for the device, so the time below is honest
-    elapsed, steps = time.time() - self.tick, step - self.last
-    left = self.max_steps - step - 1
-    eta = "" if self.first or not left else "; ETA %s" % eta_text(left * elapsed / steps)
-    logging.info("%s: step %d, loss = %.2f (%.1f examples/sec; %.3f sec/batch; %.2f "
-                 "steps/sec%s)", datetime.datetime.now(), step, loss,
-                 steps * self.global_batch_size / elapsed, elapsed / steps, steps / elapsed,
-                 eta)
-    self.rates = None if self.first else (steps * self.global_batch_size / elapsed,
-                                          steps / elapsed)
-    self.tick, self.last, self.first = time.time(), step, False
+    now = time.time()
+    elapsed, steps = now - self.tick, step - self.last
+    if self.steady is None:
+      logging.info("step %d, loss = %.2f (first step: %.1f s, tracing included)", step, loss,
+                   elapsed)
+      self.steady, self.rates = (now, step), None
+    else:
+      left = self.max_steps - step - 1
+      since, at = self.steady
+      eta = "; ETA " + eta_text(left * (now - since) / (step - at)) if left else ""
+      logging.info("step %d, loss = %.2f (%.1f examples/sec; %.3f sec/batch%s)", step, loss,
+                   steps * self.global_batch_size / elapsed, elapsed / steps, eta)
+      self.rates = (steps * self.global_batch_size / elapsed, steps / elapsed)
+    self.tick, self.last = time.time(), step
     return loss
 
 
@@ -66,3 +73,22 @@ def print_scores(precision, loss, examples, step, path):
   `step S: precision @ 1 = P, loss = L (N examples, <checkpoint>)`."""
   print(f"step {step}: precision @ 1 = {precision:.3f}, loss = {loss:.3f} "
         f"({examples} examples, {path})", flush=True)
+
+
+class ShortPrefix(std_logging.Formatter):
+  """`HH:MM:SS message`, with absl's letter first for warnings and errors (`W`, `E`): absl's
+  own prefix (`I1125 18:46:03.133764 140500600138624 progress.py:45] `, 55 characters) made
+  every progress line wrap twice at 80 columns."""
+
+  def format(self, record):
+    line = f"{self.formatTime(record, '%H:%M:%S')} {record.getMessage()}"
+    if record.levelno >= std_logging.WARNING:
+      line = f"{record.levelname[0]} {line}"
+    if record.exc_info:
+      line += "\n" + self.formatException(record.exc_info)
+    return line
+
+
+def use_short_prefix():
+  """The binaries' log lines, on standard error, with ShortPrefix (harness.cli)."""
+  logging.get_absl_handler().setFormatter(ShortPrefix())

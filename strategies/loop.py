@@ -110,8 +110,9 @@ class Backend(CheckpointedBackend):
 
   def start(self, step):
     config = self.config
-    logging.info("Training %s on %d replica(s) %s, global batch %d, decay every %d steps",
-                 config.dataset, self.n, self.strategy.extended.worker_devices,
+    logging.info("Training %s on %d replica(s) (%s), global batch %d, decay every %d steps",
+                 config.dataset, self.n, ", ".join(
+                     d.rsplit("/device:", 1)[-1] for d in self.strategy.extended.worker_devices),
                  config.global_batch_size(self.n), self.state.decay_steps)
     source = self.dataset or data_sources.load_source(
         config.dataset, "train", seed=config.seed, data_dir=config.data_dir,

@@ -22,7 +22,10 @@ class _Clock:
     return self.now
 
 
-def test_progress_lines_add_the_step_rate_and_the_time_left(monkeypatch, caplog):
+def test_progress_lines_time_tracing_apart_and_take_the_eta_from_a_steady_rate(
+    monkeypatch, caplog):
+  """Before: the first line's examples/sec was the tracing's, and the ETA came from the last
+  10 steps alone (2:09:25, 7:14:36, 2:13:36 within a minute of one run)."""
   clock = _Clock()
   monkeypatch.setattr(progress.time, "time", clock)
   logging.set_verbosity(logging.INFO)
@@ -31,20 +34,33 @@ def test_progress_lines_add_the_step_rate_and_the_time_left(monkeypatch, caplog)
                                log_frequency=10)
   clock.now += 5.0  # the first step: tracing
   logger.after_step(0, lambda: 4.5)
-  for step in range(1, 11):
-    clock.now += 0.25
+  for step in range(1, 21):
+    clock.now += 0.25 if step <= 10 else 1.0  # a slow stretch: 10 steps at 1 s
     logger.after_step(step, lambda: 3.25)
-  clock.now += 0.5 * 989
+  clock.now += 0.5 * 979
   logger.after_step(999, lambda: 1.0)
-  lines = [r.getMessage().split(": ", 1)[1] for r in caplog.records
-           if "examples/sec" in r.getMessage()]
+  lines = [r.getMessage() for r in caplog.records if "step " in r.getMessage()]
   assert lines == [
-      # The original's first line, timed over the tracing: no ETA from that rate.
-      "step 0, loss = 4.50 (12.8 examples/sec; 5.000 sec/batch; 0.20 steps/sec)",
-      # 10 steps in 2.5 s: 989 steps left take 247 s.
-      "step 10, loss = 3.25 (256.0 examples/sec; 0.250 sec/batch; 4.00 steps/sec; ETA 0:04:07)",
-      "step 999, loss = 1.00 (128.0 examples/sec; 0.500 sec/batch; 2.00 steps/sec)",
+      "step 0, loss = 4.50 (first step: 5.0 s, tracing included)",
+      # 10 steps in 2.5 s since the first line: 989 steps left take 247 s.
+      "step 10, loss = 3.25 (256.0 examples/sec; 0.250 sec/batch; ETA 0:04:07)",
+      # The last 10 steps took 10 s, but the rate since the first line is 20 steps in 12.5 s:
+      # 979 left take 612 s (from the last 10 alone: 979 s).
+      "step 20, loss = 3.25 (64.0 examples/sec; 1.000 sec/batch; ETA 0:10:12)",
+      "step 999, loss = 1.00 (128.0 examples/sec; 0.500 sec/batch)",
   ]
+  assert max(len(line) for line in lines) + len("00:00:00 ") <= 100
+  assert logger.rates == (128.0, 2.0)  # what the driver writes as examples_per_second
+
+
+def test_the_binaries_log_lines_carry_a_short_prefix():
+  """absl's prefix (`I1125 18:46:03.133764 140500600138624 progress.py:45] `) and a second
+  timestamp made a progress line ~170 characters."""
+  record = std_logging.LogRecord("absl", std_logging.INFO, "x.py", 1, "step %d", (3,), None)
+  line = progress.ShortPrefix().format(record)
+  assert len(line) == len("00:00:00 step 3") and line.endswith(" step 3")
+  record.levelno, record.levelname = std_logging.WARNING, "WARNING"
+  assert progress.ShortPrefix().format(record).startswith("W ")
 
 
 def test_an_eta_of_days_stays_readable():
@@ -92,7 +108,7 @@ def test_the_quickstart_shows_two_lines_before_its_progress(tmp_path):
                         "--batch_size=4", "--max_steps=1", f"--train_dir={tmp_path}")
   assert result.returncode == 0, result.stderr[-2000:]
   lines = result.stderr.splitlines()
-  first = next(i for i, line in enumerate(lines) if "examples/sec" in line)
+  first = next(i for i, line in enumerate(lines) if "step 0, loss = " in line)
   assert first <= 8, lines[:first]
   assert not [line for line in lines if "then broadcast to" in line]
 
