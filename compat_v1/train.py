@@ -102,5 +102,10 @@ def main(values):
                      values.peer_timeout_secs)
 
 
-if __name__ == "__main__":
+def run():
+  """The console script (pyproject.toml), as `python -m compat_v1.train`."""
   cli.app_run(flags.FLAGS, define_flags, main)
+
+
+if __name__ == "__main__":
+  run()

@@ -52,5 +52,10 @@ def main(values):
   sys.exit(0 if ok else 1)
 
 
-if __name__ == "__main__":
+def run():
+  """The console script (pyproject.toml), as `python -m equivalence`."""
   cli.app_run(flags.FLAGS, define_flags, main)
+
+
+if __name__ == "__main__":
+  run()

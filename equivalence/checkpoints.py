@@ -41,5 +41,10 @@ def main(values, args):
     raise cli.Exit(1)
 
 
-if __name__ == "__main__":
+def run():
+  """The console script (pyproject.toml), as `python -m equivalence.checkpoints`."""
   cli.app_run(flags.FLAGS, define_flags, main, takes_args=True)
+
+
+if __name__ == "__main__":
+  run()

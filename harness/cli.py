@@ -205,7 +205,9 @@ def app_run(fv, define_flags, main, takes_args=False):
     if asked == "--helpfull":
       app.usage(shorthelp=False, writeto_stdout=True, exitcode=0)
     elif asked:  # grouped by subject (harness.usage)
-      usage.print_help(fv, own)
+      # The module of `main`: __main__ under `python -m`, the binary's own under a console
+      # script (whose __main__ is pip's wrapper, without a docstring).
+      usage.print_help(sys.modules[main.__module__].__doc__, fv, own)
       sys.exit(0)
     try:
       return _parse(fv, argv)

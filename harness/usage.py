@@ -72,7 +72,7 @@ def text(doc, fv, names):
   return "\n\n".join(parts) + "\n"
 
 
-def print_help(fv, names):
-  """Prints the help of `python -m <the running binary>` on standard output."""
-  sys.stdout.write(text(sys.modules["__main__"].__doc__, fv, names))
+def print_help(doc, fv, names):
+  """Prints the help of the running binary, whose docstring is `doc`, on standard output."""
+  sys.stdout.write(text(doc, fv, names))
   sys.stdout.flush()

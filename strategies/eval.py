@@ -25,5 +25,10 @@ def main(values):
   evaluator.run(eval_config)
 
 
-if __name__ == "__main__":
+def run():
+  """The console script (pyproject.toml), as `python -m strategies.eval`."""
   cli.app_run(flags.FLAGS, define_flags, main)
+
+
+if __name__ == "__main__":
+  run()

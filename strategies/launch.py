@@ -57,5 +57,10 @@ def main(values, train_args):
     raise UsageError(launcher.describe(status))
 
 
-if __name__ == "__main__":
+def run():
+  """The console script (pyproject.toml), as `python -m strategies.launch`."""
   cli.app_run(flags.FLAGS, define_flags, main, takes_args=True)
+
+
+if __name__ == "__main__":
+  run()

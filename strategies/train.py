@@ -110,5 +110,10 @@ def main(values):
              jit_compile=values.jit_compile)
 
 
-if __name__ == "__main__":
+def run():
+  """The console script (pyproject.toml), as `python -m strategies.train`."""
   cli.app_run(flags.FLAGS, define_flags, main)
+
+
+if __name__ == "__main__":
+  run()

@@ -91,7 +91,7 @@ def _train(cfg, backend, monkeypatch, caplog):
   try:
     return driver.train(cfg, backend, replicas=1, global_batch=2)
   finally:
-    backend.logged = [int(s) for s in re.findall(r": step (\d+), loss = ", caplog.text)]
+    backend.logged = [int(s) for s in re.findall(r"\bstep (\d+), loss = ", caplog.text)]
 
 
 def _model_checkpoint(path, step):

@@ -38,8 +38,8 @@ def _run(train_dir, steps_per_loop, on_step=None, **overrides):
                                                       on_step and on_step(step, loss, lr)))
   finally:
     logging.getLogger().removeHandler(handler)
-  # The progress lines without their clock and rates.
-  progress = [line.split(": ", 1)[1].split(" (")[0] for line in lines if ", loss = " in line]
+  # The progress lines without their rates.
+  progress = [line.split(" (")[0] for line in lines if ", loss = " in line]
   return calls, progress
 
 
