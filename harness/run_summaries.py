@@ -43,8 +43,10 @@ class Writer:
                "    " + flagfile.strip().replace("\n", "\n    ")]
     with self._default():
       tf.summary.text(SETTINGS_TAG, "\n".join(text), step=step)
+      # One trial per run folder: by default the trial is named by a hash of the values, and
+      # runs of the same settings (a TF2 and a v1 run, say) became one row of the HParams tab.
       hparams.hparams({name: value if isinstance(value, (bool, int, float, str)) else str(value)
-                       for name, value in values.items()})
+                       for name, value in values.items()}, trial_id=self.train_dir)
 
   def close(self):
     if self.writer is not None:

@@ -7,6 +7,7 @@ import glob
 import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing import plugin_event_accumulator
+from tensorboard.plugins.hparams import metadata as hparams_metadata
 from tensorboard.util import tensor_util
 
 from cifar10 import checkpoints
@@ -101,7 +102,7 @@ def test_the_runs_settings_and_graph_are_on_the_dashboard(trainer, tmp_path):
   result = helpers.call(trainer, "--dataset=synthetic", "--batch_size=2", "--max_steps=1",
                         "--seed=7", f"--train_dir={tmp_path}")
   assert result.returncode == 0, result.stderr[-2000:]
-  plugins, texts, graphs = {}, [], 0
+  plugins, texts, graphs, trials = {}, [], 0, []
   for path in glob.glob(f"{tmp_path}/events.out.tfevents.*"):
     reader = plugin_event_accumulator.EventAccumulator(path)
     reader.Reload()
@@ -111,9 +112,15 @@ def test_the_runs_settings_and_graph_are_on_the_dashboard(trainer, tmp_path):
       if tag == run_summaries.SETTINGS_TAG:
         texts += [tensor_util.make_ndarray(e.tensor_proto).item().decode()
                   for e in reader.Tensors(tag)]
+      if tag == run_summaries.HPARAMS_TAG:
+        trials.append(hparams_metadata.parse_session_start_info_plugin_data(
+            reader.SummaryMetadata(tag).plugin_data.content).group_name)
   assert plugins[run_summaries.SETTINGS_TAG] == "text"
   assert plugins[run_summaries.HPARAMS_TAG] == "hparams"
   assert len(texts) == 1 and '"seed": 7' in texts[0] and "--seed=7" in texts[0]
+  # A row of its own in the HParams tab: before, the trial was named by a hash of the
+  # settings, and a TF2 and a v1 run of the same flags shared one row.
+  assert trials == [str(tmp_path)]
   if trainer == "strategies.train":  # the step's function graph, once, from the first call
     assert plugins["train_step"] == "graph_run_metadata_graph"
   else:  # its Session's graph
