@@ -4,7 +4,8 @@ hparams (the original's constants), config (validated run settings), model, loss
 schedule, precision (compute dtypes and loss scaling), data_sources (the three sources of
 examples) and bin_tarball (the classic archive, verified and unpacked), input_pipeline (the
 train and eval streams), checkpoints (the format of either trainer's checkpoints), summaries
-(the original's), scores (the loss and precision training and evaluation both write), devices (the device plan), errors. Nothing random or order-dependent is
+(the original's), scores (the loss and precision training and evaluation both write), serving (what an exported
+model computes), devices (the device plan), errors. Nothing random or order-dependent is
 owned by a trainer: it is all here. It never reads flags, never builds a tf.distribute
 strategy and never opens a Session; its functions work eagerly, inside `tf.function` and
 inside a `tf.compat.v1` Graph. Run plumbing (flags, the run driver, run folders and their

@@ -6,5 +6,6 @@ get_variable reuse, average_gradients, Session/ConfigProto, Saver, ps/worker.
 
 train -> devices (ConfigProto) -> loop (or cluster_loop: harness.driver backends) -> step,
 fed by inputs, file for file as in strategies; restore (any checkpoint into a graph); eval ->
-evaluator; launch. This package never imports strategies.
+evaluator; launch; export -> saved_model (the SavedModel, the TF1 way). This package never
+imports strategies.
 """

@@ -17,6 +17,8 @@
   options     the flags of every binary, defined once, mapped to cifar10.config objects
   flag_ranges the range of every numeric flag of every binary, checked while parsing
   usage       --help: the binary's usage, then its flags grouped by subject
+  export_options  the exporters' and strategies.predict's flags
+  export_folder   TensorFlow Serving's <export_dir>/<version>/, whole or absent
   cluster_options  a cluster job's flags: its tasks, the wait for peers, the evaluator task
   cluster     TF_CONFIG read and written in one place
   slurm       --cluster_resolver: TF_CONFIG or a Slurm job step, checked

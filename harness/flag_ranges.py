@@ -62,6 +62,9 @@ INTEGERS = {
     # The evaluators.
     "num_examples": (1, EVAL_SPLIT),
     "eval_interval_secs": (1, WEEK_SECS),
+    # The exporters and strategies.predict.
+    "version": (0, 2 ** 63 - 1),  # TensorFlow Serving's versions are int64
+    "top_k": (1, 10),  # CIFAR-10's classes
     # The launchers: processes on this machine.
     "workers": (1, MAX_LOCAL_TASKS),
     "ps": (0, MAX_LOCAL_TASKS),
@@ -98,6 +101,7 @@ APPLIES = {
     "child_threads": "internal (a measurement's own process)",
     "child_hidden": "internal (a measurement's own process)",
     "threads": "at most this machine's cores",
+    "version": "0: the checkpoint's global step",
 }
 FLOATS = {
     "learning_rate": (0.0, config.FLOAT32_MAX, True),

@@ -21,6 +21,8 @@ SUBJECTS = (
         "max_checkpoints_to_keep", "save_summaries_steps", "log_frequency", "profile_steps",
         "preemption_exit_code", "checkpoint_dir", "eval_dir", "run_once",
         "eval_interval_secs")),
+    ("Export and prediction", ("export_dir", "version", "weights", "overwrite", "model",
+                               "top_k")),
     ("Devices and precision", (
         "num_gpus", "strategy", "all_reduce", "cpu_only", "visible_gpus", "allow_growth",
         "per_process_gpu_memory_fraction", "gpu_memory_limit_mb", "log_device_placement",

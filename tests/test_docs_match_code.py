@@ -18,6 +18,7 @@ import shlex
 from absl import flags
 import pytest
 
+from cifar10 import serving
 from tests import helpers
 
 DOCS = ["README.md", "BUILD.md", "MIGRATION.md"] + sorted(
@@ -114,6 +115,28 @@ def test_readme_runs_in_the_order_shown(tmp_path, capsys):
   printed = capsys.readouterr().out
   assert result.returncode == 1 and printed.endswith("\nNOT EQUIVALENT\n"), printed[-3000:]
   assert "global step: 4 and 2" in printed and " FAIL" in printed
+  # The exports of the two runs, an image, and its classes.
+
+  def here(arg):
+    name, _, value = arg.partition("=")
+    if value in folders:
+      return f"{name}={folders[value]}"
+    return re.sub(r"^(--export_dir=|--model=|)/tmp/", rf"\g<1>{tmp_path}/", arg)
+
+  exports = [(m, a) for m, a in commands if m in ("strategies.export", "compat_v1.export")]
+  assert [m for m, _ in exports] == ["strategies.export", "compat_v1.export"]
+  for module, args in exports:
+    result = helpers.call(module, *map(here, args))
+    assert result.returncode == 0 and result.stdout.endswith("/4\n"), result.stderr[-2000:]
+  with open(os.path.join(helpers.REPO, "README.md"), encoding="utf-8") as f:
+    write_image, = re.findall(r"`python -c \"(.*?)\"`", f.read())
+  exec(write_image.replace("/tmp/", f"{tmp_path}/"), {})  # pylint: disable=exec-used
+  (_, predict), = [(m, a) for m, a in commands if m == "strategies.predict"]
+  result = helpers.call("strategies.predict", *map(here, predict))
+  names = "|".join(serving.CLASS_NAMES)
+  assert result.returncode == 0 and re.fullmatch(
+      rf"{tmp_path}/test0.png: (?:({names}) \d\.\d{{3}}(?:, |\n)){{3}}", result.stdout), \
+      result.stdout + result.stderr[-2000:]
 
 
 @pytest.mark.parametrize("package", ["cifar10", "strategies", "compat_v1", "harness",

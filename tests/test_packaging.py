@@ -25,6 +25,8 @@ SCRIPTS = {"cifar10-train": "strategies.train:run", "cifar10-train-v1": "compat_
            "cifar10-launch-v1": "compat_v1.launch:run",
            "cifar10-equivalence": "equivalence.__main__:run",
            "cifar10-compare-checkpoints": "equivalence.checkpoints:run",
+           "cifar10-export": "strategies.export:run", "cifar10-export-v1": "compat_v1.export:run",
+           "cifar10-predict": "strategies.predict:run",
            "cifar10-porting": "porting.__main__:command_line"}
 
 

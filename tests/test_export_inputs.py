@@ -1,0 +1,129 @@
+"""Bad input to the exporters and to strategies.predict: one line, exit 2, nothing written;
+a version folder is whole or absent, on a full or read-only disk too; ram:// works."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from cifar10 import data_sources
+from tests import helpers
+
+pytestmark = pytest.mark.slow  # trainers, exporters and a TFLite conversion in-process
+EXPORTERS = ("strategies.export", "compat_v1.export")
+
+
+@pytest.fixture(name="run", scope="module")
+def fixture_run(tmp_path_factory):
+  root = tmp_path_factory.mktemp("run")
+  result = helpers.call("strategies.train", "--dataset=synthetic", "--batch_size=4",
+                        "--max_steps=1", "--seed=2", f"--train_dir={root}")
+  assert result.returncode == 0, result.stderr[-2000:]
+  return root
+
+
+def _export(exporter, run, export_dir, *flags):
+  return helpers.call(exporter, f"--checkpoint_dir={run}", f"--export_dir={export_dir}", *flags)
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
+def test_a_taken_version_a_link_or_no_checkpoint_is_one_line(exporter, run, tmp_path):
+  out = tmp_path / "models"
+  assert _export(exporter, run, out).returncode == 0
+  before = os.stat(out / "1" / "saved_model.pb").st_mtime_ns
+  helpers.check_one_line(_export(exporter, run, out), f"{out}/1 exists: pass --overwrite")
+  assert os.stat(out / "1" / "saved_model.pb").st_mtime_ns == before
+  assert _export(exporter, run, out, "--overwrite").returncode == 0
+  assert os.stat(out / "1" / "saved_model.pb").st_mtime_ns != before
+  assert sorted(os.listdir(out)) == ["1"]  # no temporary folder left
+  (tmp_path / "elsewhere").mkdir()
+  os.symlink(tmp_path / "elsewhere", out / "5")
+  helpers.check_one_line(_export(exporter, run, out, "--version=5"), "is a symbolic link")
+  assert os.listdir(tmp_path / "elsewhere") == []
+  (tmp_path / "empty").mkdir()
+  helpers.check_one_line(_export(exporter, tmp_path / "empty", tmp_path / "none"),
+                         "no checkpoint found in")
+  assert not os.path.exists(tmp_path / "none")
+
+
+def test_a_damaged_checkpoint_is_one_line_and_writes_nothing(run, tmp_path):
+  copy = tmp_path / "run"
+  shutil.copytree(run, copy)
+  data = next(p for p in os.listdir(copy) if ".data-" in p)
+  with open(copy / data, "r+b") as f:  # flip bits in the middle of the weights
+    f.seek(os.path.getsize(copy / data) // 2)
+    byte = f.read(1)
+    f.seek(-1, 1)
+    f.write(bytes([byte[0] ^ 0xFF]))
+  for exporter in EXPORTERS:
+    helpers.check_one_line(_export(exporter, copy, tmp_path / exporter),
+                           "does not read back whole")
+    assert not os.path.exists(tmp_path / exporter / "1")
+
+
+def test_export_to_ram_and_predict_from_it(run, tmp_path, capsys):
+  result = _export("strategies.export", run, "ram://exports/m", "--version=3")
+  assert result.returncode == 0 and result.stdout == "ram://exports/m/3\n"
+  source = data_sources.load_source("synthetic", "test", seed=2)
+  images = [source.fetch(i)[0] for i in range(2)]
+  paths = []
+  for i, image in enumerate(images):
+    paths.append(str(tmp_path / f"{i}.png"))
+    tf.io.write_file(paths[-1], tf.io.encode_png(image))
+  (tmp_path / "notes.txt").write_text("not an image")
+  capsys.readouterr()
+  result = helpers.call("strategies.predict", "--model=ram://exports/m", "--top_k=2",
+                        paths[0], str(tmp_path / "notes.txt"), paths[1])
+  assert result.returncode == 2
+  lines = result.stdout.splitlines()
+  assert [line.split(":")[0] for line in lines] == paths
+  assert f"error: {tmp_path}/notes.txt: not a JPEG, PNG, GIF, BMP or WebP file" in result.stderr
+  # The answer is the model's: its two most probable classes, from the SavedModel itself.
+  served = tf.saved_model.load("ram://exports/m/3").signatures["serving_default"](
+      images=tf.stack(images))["probabilities"].numpy()
+  for line, probabilities in zip(lines, served):
+    best = np.argsort(-probabilities, kind="stable")[:2]
+    names = re.findall(r"(\w+) (\d\.\d{3})", line.split(": ", 1)[1])
+    assert [n for n, _ in names] == [
+        ("airplane automobile bird cat deer dog frog horse ship truck".split())[i] for i in best]
+    assert [float(p) for _, p in names] == [round(float(probabilities[i]), 3) for i in best]
+  # A checkpoint folder answers as its export does.
+  from_checkpoint = helpers.call("strategies.predict", f"--model={run}", "--top_k=2", *paths)
+  assert from_checkpoint.returncode == 0 and from_checkpoint.stdout == result.stdout
+
+
+def _can_mount():
+  if not shutil.which("unshare"):
+    return False
+  return subprocess.run(["unshare", "-m", "mount", "-t", "tmpfs", "tmpfs", "/mnt"],
+                        capture_output=True, timeout=30).returncode == 0
+
+
+def test_a_full_or_read_only_disk_leaves_no_version_folder(run, tmp_path):
+  if not _can_mount():
+    pytest.skip("needs `unshare -m` and tmpfs mounts (root with CAP_SYS_ADMIN)")
+  full, read_only = tmp_path / "full", tmp_path / "ro"
+  full.mkdir()
+  read_only.mkdir()
+  # A 1 MiB disk (the SavedModel's variables are 4.3 MB) and a read-only one, in a private
+  # mount namespace: both vanish with the shell, so it lists what is left before it ends.
+  script = (f"mount -t tmpfs -o size=1m tmpfs {full} && mount -t tmpfs -o ro tmpfs {read_only}"
+            + "".join(f"; {{ {sys.executable} -m {e} --checkpoint_dir={run} "
+                      f"--export_dir={d}/m; echo \"status $?\"; ls -A {d}/m 2>&1; }}"
+                      for e in EXPORTERS for d in (full, read_only)))
+  result = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True,
+                          text=True, env=helpers.env(), cwd="/", timeout=300)
+  assert result.stdout.count("status 2\n") == 4, result.stdout + result.stderr[-3000:]
+  errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+  assert len(errors) == 4 and "Traceback" not in result.stderr, result.stderr[-3000:]
+  assert sum("No space left on device" in e for e in errors) == 2, errors
+  assert sum("Read-only file system" in e for e in errors) == 2, errors
+  # Nothing left in the full disk's export folder; the read-only one could not be made.
+  assert "No such file or directory" in result.stdout
+  listed = [line for line in result.stdout.splitlines() if not line.startswith(("status", "ls"))]
+  assert listed == [], result.stdout
