@@ -11,15 +11,24 @@ def env():
   return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
 
 
+# Not installed (pyproject.toml): run from a checkout's root, as README says.
+CHECKOUT_ONLY = ("examples", "benchmarks", "tests")
+
+
+def _cwd(module):
+  """A neutral directory, where an installed command runs; the checkout for the others."""
+  return REPO if module.split(".")[0] in CHECKOUT_ONLY else "/"
+
+
 def run(module, *args, timeout=240):
-  """`python -m module args...` from a neutral directory; returns the CompletedProcess."""
+  """`python -m module args...` as a user runs it; returns the CompletedProcess."""
   return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
-                        timeout=timeout, env=env(), cwd="/")
+                        timeout=timeout, env=env(), cwd=_cwd(module))
 
 
 def start(module, *args):
   return subprocess.Popen([sys.executable, "-m", module, *args], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, env=env(), cwd="/")
+                          stderr=subprocess.STDOUT, text=True, env=env(), cwd=_cwd(module))
 
 
 def check_one_line(result, expected):
