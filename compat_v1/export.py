@@ -1,14 +1,11 @@
-r"""Exports a checkpoint as a SavedModel, the TF1 way (a Session, saved_model.Builder).
+r"""Exports a checkpoint as a SavedModel the TF1 way: a graph, a Session, Builder.
 
-  python -m compat_v1.export --checkpoint_dir=/tmp/cifar10_train \
-      --export_dir=/tmp/cifar10_model
+  python -m compat_v1.export --checkpoint_dir=/tmp/cifar10_train_v1 \
+      --export_dir=/tmp/cifar10_model_v1
 
-A checkpoint of either trainer or of the original tutorial; its moving averages
-(what the evaluators score), or --weights=raw. Written in TensorFlow Serving's
-layout, <export_dir>/<version>/ (the checkpoint's global step unless --version),
-whole or not at all. Signatures: serving_default (uint8 images [batch, 32, 32,
-3]) and classify_encoded (PNG or JPEG bytes), each returning logits,
-probabilities, classes and class_names (docs/serving.md).
+What a TF1 team's SavedModelBuilder / simple_save code wrote, with the flags and
+the folder of strategies.export: the same two signatures, whose outputs equal
+the TF2 export's to the bit (docs/serving.md).
 """
 
 from absl import flags
