@@ -108,7 +108,8 @@ class Control:
     config, backend = self.config, self.backend
     # The kernels this process's bits come from (docs/determinism.md: the contract holds on
     # one kind of machine with the same settings).
-    logging.info("Machine: %s", machine.describe().line())
+    # Without the CPU's instruction sets (a hundred columns of flags): run_config.json has them.
+    logging.info("Machine: %s", machine.describe().line(isa=False))
     resume_from, keep = recovery.recover(config.train_dir, repair=self.chief,
                                            max_to_keep=config.max_checkpoints_to_keep)
     if resume_from:

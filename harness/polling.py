@@ -98,7 +98,7 @@ def evaluate_each(evaluate, config):
   cluster's evaluator task: the chief's final step), or at a Ctrl-C while it waits (exit
   status 0: nothing was interrupted), or never."""
   # The kernels its logits come from, as a training run names them (harness.driver).
-  logging.info("Machine: %s", machine.describe().line())
+  logging.info("Machine: %s", machine.describe().line(isa=False))
   if config.run_once:
     tried = None
     while True:  # the newest checkpoint, even if the one found first is deleted meanwhile

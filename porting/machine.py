@@ -51,8 +51,8 @@ class Machine:
     return self.onednn and (("avx512bw" in isa and isa & {"avx512_fp16", "amx_fp16"})
                             or "avx_ne_convert" in isa)
 
-  def line(self):
-    """One line: CPU, ISA, oneDNN, versions, GPUs."""
+  def line(self, isa=True):
+    """One line: CPU, ISA (unless not `isa`), oneDNN, versions, GPUs."""
     onednn = "oneDNN " + ("on" if self.onednn else "off")
     if self.onednn_max_isa:
       onednn += f" (ONEDNN_MAX_CPU_ISA={self.onednn_max_isa})"
@@ -62,7 +62,8 @@ class Machine:
       gpus += f", driver {self.gpu_driver}" if self.gpu_driver else ""
     else:
       gpus = "no GPU"
-    return (f"{self.cpu}, {self.cpus} CPUs ({' '.join(self.isa) or 'no AVX2'}), {onednn}, "
+    sets = f" ({' '.join(self.isa) or 'no AVX2'})" if isa else ""
+    return (f"{self.cpu}, {self.cpus} CPUs{sets}, {onednn}, "
             f"TensorFlow {self.tensorflow}, Keras {self.keras}, {gpus}")
 
   def as_dict(self):
