@@ -53,9 +53,7 @@ def exported(export_dir, version, overwrite):
       run_folder.remove(target)
     _move(scratch, target)
   except (OSError, tf.errors.OpError) as e:
-    reason = getattr(e, "strerror", None) or getattr(e, "message", None) or str(e)
-    reason = reason.split(" [Op:")[0].rsplit("; ", 1)[-1]
-    raise UsageError(f"cannot write {target}: {reason}") from None
+    raise UsageError(f"cannot write {target}: {run_folder.error_words(e)}") from None
   finally:
     try:
       if tf.io.gfile.exists(scratch) or run_folder.is_link(scratch):

@@ -40,9 +40,8 @@ FLAGS_FILE = "flags.txt"
 
 
 def _cannot(flag, path, error):
-  reason = getattr(error, "strerror", None) or getattr(error, "message", None) or str(error)
   # TensorFlow's file errors read "<file>; <what the OS said>": the folder is named already.
-  return UsageError(f"cannot use --{flag}={path}: {reason.rsplit('; ', 1)[-1]}")
+  return UsageError(f"cannot use --{flag}={path}: {run_folder.error_words(error)}")
 
 
 def usable_dir(path, flag, made_here=False):

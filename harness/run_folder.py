@@ -20,6 +20,13 @@ from porting import filesystems
 
 
 
+def error_words(error):
+  """What an OSError or a TensorFlow file error says, without TensorFlow's "<file>; " prefix
+  and " [Op:...]" suffix (the caller names the file), on one line."""
+  words = getattr(error, "strerror", None) or getattr(error, "message", None) or str(error)
+  return words.split(" [Op:")[0].rsplit("; ", 1)[-1].splitlines()[0] if words else ""
+
+
 def is_local(path):
   """Whether `path` is a path of this machine's OS (no scheme, or file://)."""
   return not filesystems.is_url(path) or path.startswith("file://")

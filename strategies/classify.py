@@ -10,6 +10,7 @@ import tensorflow as tf
 from cifar10 import checkpoints
 from cifar10 import serving
 from cifar10.errors import UsageError
+from harness import run_folder
 from strategies import saved_model
 
 SAVED_MODEL = "saved_model.pb"
@@ -62,9 +63,7 @@ def run(model, files, top_k):
       # function's "Graph execution error".
       tf.io.decode_image(data, channels=3, expand_animations=False)
     except (OSError, ValueError, tf.errors.OpError) as e:
-      reason = getattr(e, "message", None) or getattr(e, "strerror", None) or str(e)
-      reason = re.sub(r"\{\{function_node [^}]*\}\} ", "", reason.split(" [Op:")[0])
-      reason = reason.rsplit("; ", 1)[-1].splitlines()[0][:200]
+      reason = re.sub(r"\{\{function_node [^}]*\}\} ", "", run_folder.error_words(e))[:200]
       print(f"error: {path}: {reason}", file=sys.stderr, flush=True)
       status = 2
       continue
