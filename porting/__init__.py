@@ -34,6 +34,9 @@
               step): Port(random_ops="aligned"), the default
   optimizers  TF1Adam, TF1Momentum, TF1RMSProp, TF1Adagrad: Keras optimizers that run TF1's
               kernels with TF1's slots, so a port steps as its TF1 optimizer did
+  batch_norm  TF1BatchNorm: a Keras layer that normalizes and updates its moving statistics
+              as TF1's assign_moving_average does (zero-debiased; from the first, last or
+              every tower), to the bit
   tf1_layers  tf.compat.v1.layers under Keras 3 (tf_keras), routed while the towers build;
               slim(): tf_slim, for tf.contrib-era code
   tf1_variables  tf.Variable weights in tower code, shared by the towers as get_variable's
@@ -55,7 +58,7 @@ _API = {"compare": "porting.check", "Report": "porting.check",
         "gated_bias_add": "porting.gates", "TF1Adam": "porting.optimizers",
         "TF1Momentum": "porting.optimizers", "TF1RMSProp": "porting.optimizers",
         "TF1Adagrad": "porting.optimizers",
-        "Port": "porting.spec"}
+        "Port": "porting.spec", "TF1BatchNorm": "porting.batch_norm"}
 __all__ = sorted(_API)
 
 

@@ -25,7 +25,8 @@ from porting import tf2_replicas
 class Report:
   """pairs: [(TF1 name, TF2 name)]; rows: every report.Row; tf1, tf2: the two Traces;
   hints: the known causes that fit the numbers; equal: every row within `tolerance`;
-  machine: the porting.machine.Machine it ran on (bits are its kernels')."""
+  machine: the porting.machine.Machine it ran on (bits are its kernels'); unread: what the
+  kit could not read on a side and so did not compare before the steps (the numbers did)."""
   pairs: list
   rows: list
   tf1: object
@@ -34,6 +35,7 @@ class Report:
   hints: list
   replicas: int
   machine: object = None
+  unread: list = dataclasses.field(default_factory=list)
 
   @property
   def equal(self):
@@ -67,6 +69,7 @@ class Report:
     where = f"  machine: {self.machine.line()}\n" if self.machine else ""
     if "recorded" in self.tf1.facts:
       where += f"  TF1 side recorded on: {self.tf1.facts['recorded']}\n"
+    where += "".join(f"  not compared: {line}\n" for line in self.unread)
     text = report.text(self.rows, self.tolerance, self.learning_rates, self.hints, title)
     head, _, body = text.partition("\n")
     return f"{head}\n{where}{body}\n{verdict}"
@@ -107,6 +110,7 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
   towers = recorded if record is not None else tf1_towers.Towers(
       port, devices, first, replica_devices.session_config(devices))
   differ = hyperparameters.mismatches(towers.optimizer, tf2.optimizer)
+  unread = [hyperparameters.unread(towers.optimizer, tf2.optimizer)]
   if differ:
     towers.close()
     raise PortError(f"the optimizers' hyper-parameters differ: {'; '.join(differ)}; set them "
@@ -125,7 +129,9 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
       first_step = checkpoints.load_tf1(start_from, towers, tf2, pairs,
                                         checkpoints.slot_pairs(towers, tf2, pairs))
       start = tf2.values()
-    differ = layer_mismatches.mismatches(towers.settings(), tf2.settings(first), pairs)
+    settings = towers.settings(), tf2.settings(first)
+    differ = layer_mismatches.mismatches(*settings, pairs)
+    unread += layer_mismatches.unread(*settings, pairs)
     if differ:
       raise PortError(f"the layers' settings differ: {'; '.join(differ)}; set them alike on "
                       "both sides before comparing")
@@ -155,7 +161,8 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
     trace1.facts["start"] = trace2.facts["start"] = (start_from, first_step)
   hints = diagnosis.causes(pairs, trace1, trace2, table, tolerance, replicas, optimizers,
                            port.gradient_reduction, onednn=where.onednn)
-  return Report(pairs, table, trace1, trace2, tolerance, hints, replicas, where)
+  return Report(pairs, table, trace1, trace2, tolerance, hints, replicas, where,
+                [line for line in unread if line])
 
 
 def _kept(step, number):

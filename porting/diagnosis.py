@@ -11,8 +11,8 @@ deliberately wrong port (tests/test_porting.py).
   learning rate the rates differ (the decay counts steps differently)
   fused batch norm  TF1's FusedBatchNorm rounds its own way and updates moving_variance with
                 the unbiased variance n/(n-1); Keras 3's BatchNormalization with the biased one
-  moving statistics from every tower in turn (TF1 UPDATE_OPS of all towers) against replica
-                0's own (what Keras's mirrored copy saves)
+  moving statistics from towers other than the first (TF1 UPDATE_OPS of the last tower, or
+                of all) against replica 0's own (what Keras's mirrored copy saves)
   moving average rounding  TF1 updates v - (v - x)(1 - m), Keras v m + x (1 - m)
   bias gradients  only rank-1 gradients differ, by rounding, with oneDNN on: under a tape
                 oneDNN fuses a convolution's filter and bias gradients (TF1's gated
@@ -137,12 +137,23 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers, reduction="s
                  "fused=False on the TF1 side to compare the same computation (here step "
                  f"0's forward pass and gradients up to {_worst(table, 0):.2g} relative apart, "
                  f"the moving statistics up to {_worst(moving):.2g})")
-  elif moving and n > 1 and tf1.facts.get("update_ops") == "all_towers" and any(
+  elif moving and n > 1 and tf1.facts.get("update_towers", [0]) != [0] and any(
       r.diff.max_rel > ROUNDING for r in moving):
-    hints.append("batch-norm moving statistics: the TF1 train op runs the UPDATE_OPS of every "
-                 "tower, one after another; each TF2 replica updates its own copy from its "
-                 "own batch, and its checkpoint saves replica 0's (the TF1 equivalent is the "
-                 f"first tower's UPDATE_OPS): up to {_worst(moving):.2g} relative apart")
+    towers = tf1.facts["update_towers"]
+    which = ("every tower's, with no order between them" if len(towers) == n else
+             " and ".join(f"tower {t}'s" + (" (the last)" if t == n - 1 else "")
+                          for t in towers))
+    hints.append(f"batch-norm moving statistics: the TF1 train op runs the UPDATE_OPS of "
+                 f"{which} (read from the ops it runs); the TF2 side's are replica 0's own "
+                 "(Keras's BatchNormalization, and porting.TF1BatchNorm's default "
+                 "update_from='own_replica', update each replica's copy from its own batch; "
+                 "the checkpoint saves replica 0's): " + (
+                     "porting.TF1BatchNorm(update_from='last_tower') updates every replica "
+                     "from the last tower's batch" if towers == [n - 1] else
+                     "no sequence of updates reproduces racing ones; compare with the TF1 "
+                     "side running one tower's (update_ops='first_tower' or 'last_tower')") +
+                 " (up to "
+                 f"{_worst(moving):.2g} relative apart)")
   elif moving and all(r.diff.max_rel <= ROUNDING for r in moving if r in early) and min(
       r.step for r in moving) <= start:
     hints.append("moving statistics differ by rounding: TF1's batch norm updates them as "

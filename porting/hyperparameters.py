@@ -31,6 +31,8 @@ PAIRS = {
 IMPLIED = {"GradientDescentOptimizer": {"momentum": 0.0, "nesterov": False},
            "AdagradOptimizer": {"epsilon": 0.0}}
 # What no TF1 optimizer does: a Keras optimizer that does it differs from the first step.
+KERAS_CLASSES = ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "Nadam",
+                 "Ftrl", "Lion", "Adafactor", "Lamb")
 KERAS_ONLY = {"clipnorm": None, "clipvalue": None, "global_clipnorm": None, "use_ema": False,
               "weight_decay": None, "amsgrad": False}
 
@@ -48,26 +50,53 @@ def _differ(a, b):
 
 def mismatches(tf1, tf2):
   """['name TF1 value, TF2 value', ...] for the TF1 optimizer `tf1` and Keras optimizer
-  `tf2`; [] where they agree or the kit does not know the pair."""
+  `tf2`; [] where they agree or the kit cannot read one of them (unread says so)."""
+  return _compared(tf1, tf2)[0]
+
+
+def unread(tf1, tf2):
+  """The line saying which optimizer's settings the kit cannot read, or None: a TF1 class it
+  does not know, or a Keras optimizer class of the team's own (not Keras's, not the kit's),
+  whose attributes may mean anything. Its settings are not compared; the steps are."""
+  return _compared(tf1, tf2)[1]
+
+
+def _keras_class(optimizer):
+  """The Keras optimizer class `optimizer` is, or derives from (a team's subclass of SGD
+  keeps SGD's attributes), or None for a class of the team's own."""
+  for cls in type(optimizer).__mro__:
+    if cls.__module__.startswith("keras.") and cls.__name__ in KERAS_CLASSES:
+      return cls.__name__
+  return None
+
+
+def _compared(tf1, tf2):
   tf1_class, tf2_class = type(tf1).__name__, type(tf2).__name__
   if tf1_class not in PAIRS:
-    return []
+    return [], (f"the optimizers' settings: TF1 {tf1_class} is not an optimizer the kit "
+                "reads (tf.compat.v1.train's are); the steps' numbers compare them")
   expected, pairs = PAIRS[tf1_class]
   kit_class = getattr(tf2, "TF1_CLASS", None)  # porting.optimizers: TF1's kernel and names
   if kit_class is not None:
     if kit_class != tf1_class:
-      return [f"optimizer TF1 {tf1_class}, TF2 {tf2_class} (which runs {kit_class}'s kernel)"]
+      return [f"optimizer TF1 {tf1_class}, TF2 {tf2_class} (which runs {kit_class}'s "
+              "kernel)"], None
     return [f"{name.lstrip('_')} TF1 {getattr(tf1, name, None)!r}, TF2 {b!r}"
             for name, b in tf2.tf1_settings().items() if _differ(getattr(tf1, name, None), b)
-            ] + _keras_only(tf1_class, tf2, {})
-  if tf2_class != expected:
-    return [f"optimizer TF1 {tf1_class}, TF2 {tf2_class} (its Keras twin is {expected})"]
+            ] + _keras_only(tf1_class, tf2, {}), None
+  keras_class = _keras_class(tf2)
+  if keras_class is None:  # the team's own class: its attributes are its own business
+    return [], (f"the optimizers' settings: TF2 {tf2_class} is a class of the port's own, "
+                f"which the kit does not read (it reads Keras's and porting.optimizers'); "
+                f"TF1 {tf1_class}'s are not held against it, the steps' numbers compare them")
+  if keras_class != expected:  # both read: Keras's other optimizer is another update rule
+    return [f"optimizer TF1 {tf1_class}, TF2 {tf2_class} (its Keras twin is {expected})"], None
   out = []
   for attribute, name in pairs.items():
     a, b = getattr(tf1, attribute, None), getattr(tf2, name, None)
     if isinstance(a, (bool, int, float)) and _differ(a, b):  # a tensor or schedule: skipped
       out.append(f"{name} TF1 {a!r}, TF2 {b!r}")
-  return out + _keras_only(tf1_class, tf2, IMPLIED.get(tf1_class, {}))
+  return out + _keras_only(tf1_class, tf2, IMPLIED.get(tf1_class, {})), None
 
 
 def _keras_only(tf1_class, tf2, implied):

@@ -32,8 +32,23 @@ def mismatches(tf1, tf2, pairs):
         modes.add(_short(a.scope))
         out.append(f"batch norm {_short(a.scope)}: normalizes with TF1 {_mode(a)}, TF2 "
                    f"{_mode(b)}")
-  return out + _moving(tf1.moving, tf2.moving, pairs, modes) + _regularization(
+  return out + _moving(tf1, tf2, pairs, modes) + _regularization(
       tf1.regularization, tf2.regularization, pairs)
+
+
+def unread(tf1, tf2, pairs):
+  """Lines naming the moving statistics a side assigns in a form the kit does not read: not
+  compared before the steps (their numbers are), never said to differ or to be absent."""
+  out = []
+  to1 = {b: a for a, b in pairs}
+  for side, settings, names in (("TF1", tf1, {a: a for a, _ in pairs}), ("TF2", tf2, to1)):
+    found = [n for n in getattr(settings, "unread", []) if n in names]
+    if found:  # named by the TF1 layer, as every other line is
+      layers = sorted({_layer(names[n]) for n in found})
+      out.append(f"batch norm {', '.join(layers)}: the {side} side assigns "
+                 f"{', '.join(found)} in a form the kit does not recognise as a moving "
+                 "average; the momentum is not compared, the steps' numbers are")
+  return out
 
 
 def _dropout(drop1, drop2):
@@ -43,26 +58,43 @@ def _dropout(drop1, drop2):
           for (s1, a), (_, b) in zip(drop1, drop2) if _f32(a) != _f32(b)]
 
 
-def _moving(moving1, moving2, pairs, modes):
-  """The moving statistics' updates, grouped by layer: {layer: [line]}, one line a layer."""
+def _moving(tf1, tf2, pairs, modes):
+  """The moving statistics' updates, grouped by layer: {layer: [line]}, one line a layer.
+  A statistic a side assigns in a form the kit does not read is not said to be updated or
+  not (unread names it)."""
   to2, to1 = dict(pairs), {b: a for a, b in pairs}
+  moving1, moving2 = tf1.moving, tf2.moving
+  unread1, unread2 = set(getattr(tf1, "unread", [])), set(getattr(tf2, "unread", []))
   faults = {}  # (layer, what) -> [variable]
   for name, m in moving1.items():
     other = to2.get(name)
-    if other is None:
+    if other is None or other in unread2:
       continue
     if other not in moving2:
       what = f"TF1 updates its moving statistics each step (momentum {m:.6g}), TF2 does not"
     elif abs(m - moving2[other]) > MOMENTUM_TOLERANCE:
       what = f"momentum TF1 {m:.6g}, TF2 {moving2[other]:.6g}"
+    elif (name in tf1.debiased) != (other in tf2.debiased):
+      what = _debiasing(name in tf1.debiased)
     else:
       continue
     faults.setdefault((_layer(name), what), []).append(name)
   for name, m in moving2.items():
-    if name in to1 and to1[name] not in moving1:
+    if name in to1 and to1[name] not in moving1 and to1[name] not in unread1:
       what = f"TF2 updates its moving statistics each step (momentum {m:.6g}), TF1 does not"
       faults.setdefault((_layer(to1[name]), what), []).append(to1[name])
   return [f"batch norm {layer}: {what}" for (layer, what) in faults if layer not in modes]
+
+
+def _debiasing(tf1_debiased):
+  """The line for a zero-debiased moving average on one side only."""
+  debiased, plain = ("TF1", "TF2") if tf1_debiased else ("TF2", "TF1")
+  return (f"{debiased} updates its moving statistics zero-debiased (assign_moving_average's "
+          "default zero_debias=True: a `biased` average and a `local_step` count, the "
+          f"statistic biased / (1 - momentum ** local_step)), {plain} as a plain moving "
+          "average: from the first step they differ (the first update is the batch's "
+          "statistic itself)" + ("; porting.TF1BatchNorm(zero_debias=True) updates as TF1's debiased form"
+                                 if tf1_debiased else ""))
 
 
 def _layer(variable):

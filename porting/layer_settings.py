@@ -32,6 +32,7 @@ import tensorflow as tf
 BATCHNORM_ADD = re.compile(r"/batchnorm(_\d+)?/add$")
 FUSED = ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3")
 PASS_THROUGH = ("Cast", "Identity", "ReadVariableOp")
+ASSIGNS = ("AssignSubVariableOp", "AssignSub", "AssignVariableOp", "Assign")
 
 
 @dataclasses.dataclass
@@ -46,11 +47,17 @@ class Settings:
   """One side's: dropout [(scope, rate)] and batch_norm [BatchNorm] in call order; moving
   {variable: momentum} of every moving-average update the step runs; regularization
   {trainable variable: its regularization gradient at the starting weights}, or None where
-  the side shows none through its framework (penalties added by hand)."""
+  the side shows none through its framework (penalties added by hand); debiased {variable:
+  momentum} of those updated zero-debiased (assign_moving_average's default); unread
+  [variable] assigned by the step in a form the kit does not know (not compared); roles
+  {variable: what it is} of a debiased average's own state (`biased`, `local_step`)."""
   dropout: list
   batch_norm: list
   moving: dict
   regularization: dict = None
+  debiased: dict = dataclasses.field(default_factory=dict)
+  unread: list = dataclasses.field(default_factory=list)
+  roles: dict = dataclasses.field(default_factory=dict)
 
 
 _FOLDED = {"Sub": np.subtract, "Mul": np.multiply, "Add": np.add, "AddV2": np.add}
@@ -87,12 +94,13 @@ def _scope(name, suffix):
   return name.rsplit("/", 1)[0]
 
 
-def read(ops, variable_of, statistics, run=lambda op: True):
+def read(ops, variable_of, statistics, run=lambda op: True, updates=None):
   """Settings of `ops` (one tower's or replica's forward ops, in graph order);
   `variable_of(resource tensor)` -> the side's model variable name or None; `statistics` the
   names of its non-trainable variables (what a moving average may update); `run(op)` whether
-  the step runs an assign op."""
-  dropout, batch_norm, moving = [], [], {}
+  the step runs an assign op; `updates` the ops whose assigns are read (default `ops`: the
+  towers whose UPDATE_OPS the train op runs need not be tower 0)."""
+  dropout, batch_norm = [], []
   for op in ops:
     if op.type == "GreaterEqual" and "dropout" in op.name:
       rate = _const(op.inputs[1])
@@ -107,29 +115,80 @@ def read(ops, variable_of, statistics, run=lambda op: True):
         variance = _source(op.inputs[0])
         batch_norm.append(BatchNorm(BATCHNORM_ADD.sub("", op.name), epsilon,
                                     variable_of(variance) is None))
-    elif op.type in ("AssignSubVariableOp", "AssignSub", "AssignVariableOp") and run(op):
+  found = Settings(dropout, batch_norm, {})
+  for op in ops if updates is None else updates:
+    if op.type in ASSIGNS and run(op):
       name = variable_of(op.inputs[0])
-      momentum = _momentum(op, name, variable_of) if name in statistics else None
-      if momentum is not None:
-        moving[name] = momentum
-  return Settings(dropout, batch_norm, moving)
+      if name in statistics:
+        _update(op, name, variable_of, found)
+  for name, role in found.roles.items():  # a debiased average's own state, not a statistic
+    found.moving.pop(name, None)
+    if name in found.unread:
+      found.unread.remove(name)
+  return found
 
 
-def _momentum(op, name, variable_of):
-  """The momentum of a moving-average update of variable `name`, or None (another assign)."""
-  value = op.inputs[1].op
-  if op.type in ("AssignSubVariableOp", "AssignSub") and value.type == "Mul":  # v -= (v-x) d
-    consts = [c for c in map(_const, value.inputs) if c is not None]
-    return 1.0 - consts[0] if len(consts) == 1 else None
-  if op.type == "AssignVariableOp" and value.type in ("Add", "AddV2"):  # v m + x (1 - m)
-    for term in value.inputs:
+def _update(op, name, variable_of, found):
+  """Records in `found` the moving-average update `op` makes of variable `name`: its momentum
+  (and whether it is zero-debiased), or `name` as unread where the form is not one known."""
+  value = _through(op.inputs[1])
+  delta = None
+  if op.type in ("AssignSubVariableOp", "AssignSub"):  # TF1: v -= (v - x)(1 - m)
+    delta = value
+  elif value.op.type == "Sub" and _is(value.op.inputs[0], name, variable_of):
+    delta = _through(value.op.inputs[1])  # Keras 3's assign_sub: v.assign(v - (v - x) d)
+  if delta is not None and delta.op.type == "Mul":
+    consts = [c for c in map(_const, delta.op.inputs) if c is not None]
+    if len(consts) == 1:
+      found.moving[name] = 1.0 - consts[0]
+      return
+  elif value.op.type in ("Add", "AddV2"):  # Keras 3: v m + x (1 - m)
+    for term in value.op.inputs:
       if term.op.type != "Mul":
         continue
       consts = [_const(t) for t in term.op.inputs]
       others = [t for t, c in zip(term.op.inputs, consts) if c is None]
-      if len(others) == 1 and variable_of(_source(others[0])) == name:
-        return next(c for c in consts if c is not None)
-  return None
+      if len(others) == 1 and _is(others[0], name, variable_of):
+        found.moving[name] = next(c for c in consts if c is not None)
+        return
+  elif value.op.type == "RealDiv":  # zero-debiased: v = biased / (1 - m ** local_step)
+    debiased = _debiased(value.op, variable_of)
+    if debiased is not None:
+      momentum, biased, step = debiased
+      found.moving[name] = momentum
+      found.debiased[name] = momentum
+      found.roles.update({biased: f"{name}'s biased average (zero_debias)",
+                          step: f"{name}'s update count (zero_debias)"})
+      return
+  if name not in found.unread:
+    found.unread.append(name)
+
+
+def _debiased(div, variable_of):
+  """(momentum, biased variable, local_step variable) of assign_moving_average's
+  zero-debiased update, biased / (1 - pow(m, local_step)), or None."""
+  biased = variable_of(_source(_through(div.inputs[0])))
+  factor = _through(div.inputs[1]).op
+  if biased is None or factor.type != "Sub" or _const(factor.inputs[0]) != 1.0:
+    return None
+  power = _through(factor.inputs[1]).op
+  if power.type != "Pow":
+    return None
+  momentum = _const(power.inputs[0])
+  step = variable_of(_source(_through(power.inputs[1])))
+  return None if momentum is None or step is None else (momentum, biased, step)
+
+
+def _through(tensor):
+  """The value behind Cast/Identity, and behind an assign's own output (a ref variable's
+  AssignSub returns the variable: the value read is the one just assigned)."""
+  while tensor.op.type in ("Cast", "Identity", "AssignSub", "AssignAdd") and tensor.op.inputs:
+    tensor = tensor.op.inputs[0]
+  return tensor
+
+
+def _is(tensor, name, variable_of):
+  return variable_of(_source(_through(tensor))) == name
 
 
 def reached(targets):

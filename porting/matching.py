@@ -73,7 +73,7 @@ def match(tf1, tf2, explicit=None):
         "variables left unmatched (give the port a variable_map, TF1 name -> TF2 name): "
         f"TF1 {', '.join(f'{n} {list(tf1_shapes[n])}' for n in left1) or 'none'}; "
         f"TF2 {', '.join(f'{n} {list(tf2_shapes[n])}' for n in left2) or 'none'}"
-        + _batch_norm_setting(left1, left2))
+        + _batch_norm_setting(left1, left2) + _debias_state(left1, left2))
   return [(a, pairs[a]) for a in tf1_shapes]
 
 
@@ -110,3 +110,13 @@ def _batch_norm_setting(left1, left2):
   said = ", ".join(f"{kind}=True on the {side} side only" for side, kind in one_sided)
   return (f" (a batch norm with {said}: tf.layers' and Keras's BatchNormalization default to "
           "scale=True and center=True, tf_slim's batch_norm to scale=False; set them alike)")
+
+
+def _debias_state(left1, left2):
+  """Where what is left on the TF1 side holds a zero-debiased moving average's own state."""
+  state = [n for n in left1 if n.rsplit("/", 1)[-1].split("_")[0] in ("biased", "local")]
+  if not state or any(n.endswith(("biased", "local_step")) for n in left2):
+    return ""
+  return (" (TF1's " + ", ".join(state[:2]) + (", ..." if len(state) > 2 else "") +
+          " are the state of zero-debiased moving averages, assign_moving_average's default: "
+          "porting.TF1BatchNorm(zero_debias=True) keeps them, or map them to None)")

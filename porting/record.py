@@ -109,6 +109,8 @@ def write(port, batches, path, *, replicas=2, steps=3):
         "slot_kinds": sorted({kind for _, kind in towers.slots}),
         "facts": towers.facts, "machine": machine.describe().line(),
         "settings": {"dropout": settings.dropout, "moving": settings.moving,
+                     "debiased": settings.debiased, "unread": settings.unread,
+                     "roles": settings.roles,
                      "batch_norm": [vars(b) for b in settings.batch_norm],
                      "regularized": settings.regularization is not None}}
     with tf.io.gfile.GFile(posixpath.join(path, HEADER), "w") as f:
@@ -167,7 +169,8 @@ class Recorded:
     return layer_settings.Settings(
         [tuple(d) for d in recorded["dropout"]],
         [layer_settings.BatchNorm(**b) for b in recorded["batch_norm"]],
-        recorded["moving"], regularization)
+        recorded["moving"], regularization, recorded.get("debiased", {}),
+        recorded.get("unread", []), recorded.get("roles", {}))
 
   def trace(self):
     facts = dict(self.header["facts"])

@@ -69,7 +69,8 @@ class Towers:
             loss, outputs = spec.loss_and_outputs(_tower(port, takes_scope, scope, x, y))
           self.losses.append(loss)
           self.outputs.append(outputs)
-          if i == 0 or port.update_ops == "all_towers":
+          if port.update_ops == "all_towers" or i == (n - 1 if port.update_ops ==
+                                                      "last_tower" else 0):
             updates += v1.get_collection(v1.GraphKeys.UPDATE_OPS, scope)
           tower_grads.append([(g, v) for g, v in optimizer.compute_gradients(loss)
                               if g is not None])
@@ -109,6 +110,7 @@ class Towers:
           if g is not None:
             self.regularization[_name(v)] = g
       self.facts = {"update_ops": port.update_ops, "ema_order": port.ema_order,
+                    "update_towers": _update_towers(self.graph, self.train_op),
                     "random_ops": port.random_ops,
                     "random_draws": source.drawn if source is not None else {},
                     "random_escaped": random_ops.escaped(self.graph.get_operations()),
@@ -136,11 +138,15 @@ class Towers:
     names = {_name(v) for v in self.model_variables}
     trainable = set(self.trainable)
     runs = layer_settings.reached([self.train_op])
+    ops = self.graph.get_operations()
+    # The layers as tower 0 builds them; the moving averages from whichever towers' updates
+    # the train op runs (the first, the last, every one: what it reaches decides).
     found = layer_settings.read(
-        [op for op in self.graph.get_operations()
+        [op for op in ops
          if layer_settings.forward(op, lambda name: not name.startswith("tower_0/"))],
         lambda t: t.op.name if t.op.type in VARIABLE_OPS and t.op.name in names else None,
-        names - trainable, lambda op: op.name in runs)
+        names - trainable, lambda op: op.name in runs,
+        updates=[op for op in ops if layer_settings.forward(op, lambda name: False)])
     found.regularization = self.sess.run(self.regularization) if self.regularization else None
     return found
 
@@ -224,6 +230,14 @@ def _rate(optimizer):
       return tf.convert_to_tensor(rate, tf.float32)
   raise PortError(f"tf1_optimizer returned {type(optimizer).__name__}, which keeps no learning "
                   "rate where tf.compat.v1.train's optimizers do (_learning_rate or _lr)")
+
+
+def _update_towers(graph, train_op):
+  """The towers whose assign ops the train op runs (their UPDATE_OPS), read from the graph."""
+  runs = layer_settings.reached([train_op])
+  return sorted({int(op.name.split("/")[0][len("tower_"):]) for op in graph.get_operations()
+                 if op.type in layer_settings.ASSIGNS and op.name in runs and
+                 op.name.startswith("tower_") and op.name.split("/")[0][6:].isdigit()})
 
 
 def _name(variable):

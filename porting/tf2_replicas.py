@@ -9,6 +9,8 @@ averages (`replica_mean`) and the optimizer's own sum is handed the average once
 (`_first_replica_only`).
 """
 
+import contextlib
+
 import numpy as np
 import tensorflow as tf
 
@@ -104,6 +106,7 @@ class Replicas:
     # the kit did not draw.
     self.source = random_ops.Source(None) if port.random_ops == "aligned" else None
     self.escaped = None
+    self.error = None  # the kit's own line for a fault found while tracing
 
   def variables(self):
     return [(variable_name(v), tuple(v.shape)) for v in self.all]
@@ -149,7 +152,12 @@ class Replicas:
       grads = tape.gradient(loss, self.trainable)
       if any(g is None for g in grads):
         missing = [n for n, g in zip(self.names, grads) if g is None]
-        raise PortError(f"replica_loss has no gradient for {', '.join(missing)}")
+        # Kept as said: AutoGraph re-raises an error from a trace wrapped in its own
+        # "in user code: File ..." text, which _unwrapped takes off.
+        self.error = (f"replica_loss has no gradient for {', '.join(missing)}: the port's loss "
+                      "does not depend on them (a loss term left out, such as an auxiliary "
+                      "head's, or a layer the call skips)")
+        raise PortError(self.error)
       ctx = tf.distribute.get_replica_context()
       if mean:
         reduced = replica_mean(ctx, grads)
@@ -168,11 +176,21 @@ class Replicas:
 
   def _traced(self, args):
     """The step's graph for `args` (traced once, under the aligned draws)."""
-    with random_ops.aligned(self.source):
+    with random_ops.aligned(self.source), self._unwrapped():
       graph = self._step.get_concrete_function(*args).graph
     if self.escaped is None:
       self.escaped = random_ops.escaped(graph.get_operations())
     return graph
+
+  @contextlib.contextmanager
+  def _unwrapped(self):
+    """The kit's one line for a fault it found while tracing, not AutoGraph's wrapping."""
+    try:
+      yield
+    except PortError:
+      if self.error is None:
+        raise
+      raise PortError(self.error) from None
 
   def settings(self, example):
     """Replica 0's layer settings (layer_settings) in the step traced for the global batch
