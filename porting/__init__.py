@@ -15,8 +15,12 @@
   trace       what one side did in each step (losses, outputs, gradients, weights, slots)
   report      the rows and the text
   diffs       max absolute and relative difference, and ULPs
-  diagnosis   the known causes of a difference, named where the numbers fit (random_causes:
-              draws not shared; penalties: an L2 penalty written into one side's loss only)
+  diagnosis   the known causes of a difference, named where the numbers fit: one rule a
+              cause over typed Observations (causes/: scale, batch_norm, gradients,
+              optimizers, averages; random_causes: draws not shared; penalties: an L2
+              penalty written into one side's loss only)
+  parting     where the bits first part when no cause fits: the step, the forward pass or
+              the first gradient from the loss down, and the tensors used k times there
   hyperparameters  the two optimizers' settings, compared before a step runs
   layer_settings  the layers' (dropout rates, batch norm's epsilon, statistics and momentum,
               regularization), read from both sides' graphs; layer_mismatches compares them

@@ -129,6 +129,8 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
       first_step = checkpoints.load_tf1(start_from, towers, tf2, pairs,
                                         checkpoints.slot_pairs(towers, tf2, pairs))
       start = tf2.values()
+    _start_averages(towers, tf2, pairs, start if start_from is None else
+                    checkpoints.averages_of(start_from, towers, pairs), record is None)
     settings = towers.settings(), tf2.settings(first)
     differ = layer_mismatches.mismatches(*settings, pairs)
     unread += layer_mismatches.unread(*settings, pairs)
@@ -163,6 +165,21 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
                            port.gradient_reduction, onednn=where.onednn)
   return Report(pairs, table, trace1, trace2, tolerance, hints, replicas, where,
                 [line for line in unread if line])
+
+
+def _start_averages(towers, tf2, pairs, start, tf1_too):
+  """Both sides' moving averages (EMA shadows) set to where the comparison starts: a shadow
+  starts at its variable's initial value, and the starting weights replaced the initial
+  values of one side (or both: a checkpoint's shadows where it holds them). `start` is keyed
+  by TF2 name ({TF2 name: value}) or, from a checkpoint, by TF1 name."""
+  if tf2.ema is None:
+    return
+  to2 = dict(pairs)
+  by2 = {b: start[b] if b in start else start.get(a) for a, b in pairs}
+  tf2.assign_averages({b: v for b, v in by2.items() if v is not None})
+  if tf1_too:
+    towers.assign_averages({a: by2[to2[a]] for a in towers.trainable
+                            if by2.get(to2.get(a)) is not None})
 
 
 def _kept(step, number):

@@ -96,6 +96,19 @@ def load_tf1(path, towers, tf2, pairs, slots):
   return int(values[step_name])
 
 
+def averages_of(path, towers, pairs):
+  """{TF1 trainable variable: where its moving average starts} from the TF1 checkpoint at
+  `path`: its EMA shadow where the checkpoint holds one (the team's Saver saves them), else
+  the variable's own value (a shadow starts at its variable's value)."""
+  if not towers.averages:
+    return {}
+  held, paired = _held(path), {a for a, _ in pairs}
+  shadows = {a: towers.averages[a].op.name for a in towers.trainable
+             if a in paired and a in towers.averages}
+  values = _read_tf1(path, [shadows[a] if shadows[a] in held else a for a in shadows])
+  return {a: values[shadows[a]] if shadows[a] in values else values[a] for a in shadows}
+
+
 def _read_tf1(path, names):
   try:
     reader = tf.train.load_checkpoint(path)

@@ -83,7 +83,13 @@ def _moving(tf1, tf2, pairs, modes):
     if name in to1 and to1[name] not in moving1 and to1[name] not in unread1:
       what = f"TF2 updates its moving statistics each step (momentum {m:.6g}), TF1 does not"
       faults.setdefault((_layer(to1[name]), what), []).append(to1[name])
-  return [f"batch norm {layer}: {what}" for (layer, what) in faults if layer not in modes]
+  layers = {}  # what -> [layer]: one line for every layer that differs alike
+  for layer, what in faults:
+    if layer not in modes:
+      layers.setdefault(what, []).append(layer)
+  return [f"batch norm {', '.join(names)}: {what}" if len(names) < 4 else
+          f"batch norm {', '.join(names[:2])} and {len(names) - 2} more: {what}"
+          for what, names in layers.items()]
 
 
 def _debiasing(tf1_debiased):

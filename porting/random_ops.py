@@ -184,4 +184,12 @@ def escaped(graph_ops):
   """The names of random ops in `graph_ops` the kit did not draw (outside its name scope and
   outside variable initializers): randomness the two sides do not share."""
   return [op.name for op in graph_ops if op.type in RANDOM_TYPES and
-          SCOPE not in op.name.split("/") and "Initializer" not in op.name.split("/")]
+          not any(_ours(part) for part in op.name.split("/")) and
+          "Initializer" not in op.name.split("/")]
+
+
+def _ours(scope):
+  """Whether a name-scope part is the kit's draw scope: TensorFlow makes a second
+  `porting_draw` in one scope unique as `porting_draw_1`, `porting_draw_2`, ..."""
+  head, _, number = scope.rpartition("_")
+  return scope == SCOPE or (head == SCOPE and number.isdigit())

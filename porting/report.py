@@ -26,6 +26,9 @@ KINDS = ("loss", "outputs", "gradient", "weight", "slot", "average")
 SLOT_CONVENTIONS = {
     ("MomentumOptimizer", "SGD"): {"momentum": ("momentum", lambda lr: -lr)},
     ("AdamOptimizer", "Adam"): {"m": ("momentum", None), "v": ("velocity", None)},
+    # ApplyRMSProp's mean square and momentum against Keras's: the same quantities (TF1's
+    # mean square from 1.0, Keras's from 0: the rows show it).
+    ("RMSPropOptimizer", "RMSprop"): {"rms": ("velocity", None), "momentum": ("momentum", None)},
 }
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from porting import layer_settings
+from porting import parting
 from porting import random_ops
 from porting import tf1_layers
 from porting import tf1_variables
@@ -111,6 +112,8 @@ class Towers:
             self.regularization[_name(v)] = g
       self.facts = {"update_ops": port.update_ops, "ema_order": port.ema_order,
                     "update_towers": _update_towers(self.graph, self.train_op),
+                    "structure": parting.structure(
+                        self.graph, {_name(v) for _, v in grads}),
                     "random_ops": port.random_ops,
                     "random_draws": source.drawn if source is not None else {},
                     "random_escaped": random_ops.escaped(self.graph.get_operations()),
@@ -156,6 +159,11 @@ class Towers:
     for name, array in values.items():
       value, assign = self.setters[name]
       self.sess.run(assign, {value: np.asarray(array).astype(value.dtype.as_numpy_dtype)})
+
+  def assign_averages(self, values):
+    """Sets the moving average (EMA shadow) of each trainable variable named in `values`
+    ({TF1 name: array}): an EMA starts where its variable starts."""
+    self.assign({_name(self.averages[n]): v for n, v in values.items() if n in self.averages})
 
   def values(self):
     """{TF1 name: value} of every variable (model, slots, global step)."""

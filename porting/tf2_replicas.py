@@ -245,6 +245,14 @@ class Replicas:
     return Step(losses, outputs, gradients, float(_numpy(local(lr)[0])), weights, slots,
                 averages=averages)
 
+  def assign_averages(self, values):
+    """Sets the EMA shadow of each trainable variable named in `values` ({TF2 name: array})."""
+    if self.ema is None:
+      return
+    for name, v in zip(self.names, self._tf_trainable()):
+      if name in values:
+        self.ema.average(v).assign(values[name])
+
   def assign(self, values):
     for v in self.all:
       v.assign(values[variable_name(v)])

@@ -65,8 +65,20 @@ class DirectStatistics(keras.layers.Layer):
     return tf.nn.batch_normalization(x, mean, variance, self.beta, None, EPSILON)
 
 
+class AssignSub(DirectStatistics):
+  """A team's own batch norm updating as TF1 wrote it, through Keras 3's Variable.assign_sub
+  (an assign of v - delta, not TensorFlow's AssignSub)."""
+
+  def call(self, x, training=False):
+    mean, variance = tf.nn.moments(x, [0, 1, 2])
+    for statistic, value in ((self.moving_mean, mean), (self.moving_variance, variance)):
+      statistic.assign_sub((statistic - value) * (1 - DECAY))
+    return tf.nn.batch_normalization(x, mean, variance, self.beta, None, EPSILON)
+
+
 class Net(keras.Model):
-  """bn: "tf1" (porting.TF1BatchNorm, `update_from` as given), "keras", or "direct"."""
+  """bn: "tf1" (porting.TF1BatchNorm, `update_from` as given), "keras", "direct" or
+  "assign_sub"."""
 
   def __init__(self, bn="tf1", update_from="own_replica"):
     super().__init__(name="net")
@@ -75,7 +87,8 @@ class Net(keras.Model):
                                                    update_from=update_from, name="bn"),
                "keras": lambda: keras.layers.BatchNormalization(
                    momentum=DECAY, epsilon=EPSILON, scale=False, name="bn"),
-               "direct": lambda: DirectStatistics(name="bn")}[bn]()
+               "direct": lambda: DirectStatistics(name="bn"),
+               "assign_sub": lambda: AssignSub(name="bn")}[bn]()
     self.logits = keras.layers.Dense(CLASSES, use_bias=False, name="logits")
     self(tf.zeros((1, SIZE, SIZE, 3)))
 

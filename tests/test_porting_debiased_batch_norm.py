@@ -11,6 +11,9 @@ import tensorflow as tf
 import porting
 from tests import assign_moving_average_port as m
 
+DEBIAS = {f"conv/BatchNorm/conv/BatchNorm/{s}/{v}": None
+          for s in ("moving_mean", "moving_variance") for v in ("biased", "local_step")}
+
 
 @pytest.mark.parametrize("replicas,update_ops", [(1, "first_tower"), (2, "first_tower"),
                                                  (2, "last_tower")])
@@ -49,6 +52,17 @@ def test_a_keras_batch_norm_of_a_debiased_one_is_refused_with_the_true_differenc
   assert "batch norm conv/BatchNorm: TF1 updates its moving statistics zero-debiased" in line
   assert "TF2 as a plain moving average" in line and "does not" not in line
   assert "porting.TF1BatchNorm(zero_debias=True)" in line
+
+
+def test_keras_3s_assign_sub_form_is_read_as_a_moving_average():
+  with pytest.raises(porting.PortError) as refused:
+    porting.compare(m.port(bn="assign_sub", variable_map=DEBIAS), m.batches(1), replicas=1,
+                    steps=1)
+  # Read: the momentum agrees, the debiasing does not (before: "TF2 does not" update).
+  line = str(refused.value)
+  assert line.startswith("the layers' settings differ: batch norm conv/BatchNorm: TF1 updates "
+                         "its moving statistics zero-debiased"), line
+  assert "momentum TF1" not in line and "does not" not in line
 
 
 def test_the_debias_state_left_unmatched_is_named_for_what_it_is():

@@ -163,3 +163,19 @@ def test_migrations_dropout_adam_section_shows_the_real_code_and_command(capsys)
   assert len(rows) == 29 and all(line.endswith("0         0      0      -  ok")
                                  for line in rows[:-1]), out
   assert out.rstrip().endswith("EQUAL")
+
+
+def test_the_kits_own_draws_are_never_named_as_escaped_whatever_tensorflow_renamed_them():
+  from porting import random_ops  # pylint: disable=g-import-not-at-top
+  graph = tf.Graph()
+  with graph.as_default():
+    with tf.name_scope("tower_0"):
+      for _ in range(3):  # porting_draw, porting_draw_1, porting_draw_2
+        with tf.name_scope(random_ops.SCOPE):
+          tf.random.uniform([2])
+      with tf.name_scope("porting_draw_x"):  # not the kit's: a team's scope of that stem
+        tf.random.uniform([2], name="theirs")
+  names = [op.name for op in graph.get_operations() if op.type == "RandomUniform"]
+  assert "tower_0/porting_draw_1/random_uniform/RandomUniform" in names
+  assert random_ops.escaped(graph.get_operations()) == [
+      "tower_0/porting_draw_x/theirs/RandomUniform"]

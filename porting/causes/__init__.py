@@ -1,0 +1,15 @@
+"""The known causes of a difference, one rule each: a function of the typed Observations
+(porting.diagnosis) that returns its line(s) where its signature fits the numbers, [] where
+it does not. porting.diagnosis.RULES runs them in the order the report lists them.
+
+  scale         gradients N x or 1/N the towers' average; the regularization counted N times
+                or missing; a penalty on one side only; N not a power of two
+  batch_norm    a fused TF1 batch norm; the moving statistics of another tower; moving
+                averages that differ by their update's rounding
+  gradients     only bias gradients apart where oneDNN fuses; a tensor used k times whose
+                gradient terms are summed in another order
+  optimizers    the learning rate's decay; Adam's 1 - beta and beta powers; momentum's
+                accumulator; RMSProp's mean square from ones and its epsilon
+  averages      the EMA: read at another point of the step; averaging the moving statistics
+                too; apart only as far as the weights they average
+"""

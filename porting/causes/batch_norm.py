@@ -1,0 +1,61 @@
+"""Causes in batch norm's moving statistics: a fused TF1 batch norm, the statistics of
+another tower than replica 0's, and updates that differ only by their rounding."""
+
+ROUNDING = 1e-5
+MOVING = ("moving_mean", "moving_variance")
+
+
+def _moving(obs):
+  return [r for r in obs.bad if r.kind == "weight" and any(m in r.tf1 for m in MOVING)]
+
+
+def fused(obs):
+  """TF1's FusedBatchNorm: its own rounding of the forward pass and gradients (it does not
+  move them: a port 0.9 apart has another fault first)."""
+  if not obs.tf1.facts.get("fused_batch_norm") or not obs.bad or not all(
+      r.diff.max_rel <= ROUNDING for r in obs.table
+      if r.step == 0 and r.kind in ("loss", "outputs", "gradient")):
+    return []
+  return ["TF1's batch norm is fused (FusedBatchNorm: its own rounding, and "
+          "moving_variance updated with the unbiased variance n/(n-1)); Keras 3's "
+          "BatchNormalization is not fused and uses the biased variance: pass "
+          "fused=False on the TF1 side to compare the same computation (here step "
+          f"0's forward pass and gradients up to {obs.worst(obs.table, 0):.2g} relative "
+          f"apart, the moving statistics up to {obs.worst(_moving(obs)):.2g})"]
+
+
+def other_towers(obs):
+  """The TF1 train op runs another tower's UPDATE_OPS than the first (read from its graph),
+  the TF2 side keeps replica 0's own."""
+  moving, n = _moving(obs), obs.n
+  towers = obs.tf1.facts.get("update_towers", [0])
+  if obs.found_any("TF1's batch norm is fused") or not moving or n == 1 or towers == [0] or (
+      all(r.diff.max_rel <= ROUNDING for r in moving)):
+    return []
+  which = ("every tower's, with no order between them" if len(towers) == n else
+           " and ".join(f"tower {t}'s" + (" (the last)" if t == n - 1 else "")
+                        for t in towers))
+  advice = ("porting.TF1BatchNorm(update_from='last_tower') updates every replica from the "
+            "last tower's batch" if towers == [n - 1] else
+            "no sequence of updates reproduces racing ones; compare with the TF1 side running "
+            "one tower's (update_ops='first_tower' or 'last_tower')")
+  return [f"batch-norm moving statistics: the TF1 train op runs the UPDATE_OPS of {which} "
+          "(read from the ops it runs); the TF2 side's are replica 0's own (Keras's "
+          "BatchNormalization, and porting.TF1BatchNorm's default update_from='own_replica', "
+          "update each replica's copy from its own batch; the checkpoint saves replica 0's): "
+          f"{advice} (up to {obs.worst(moving):.2g} relative apart)"]
+
+
+def update_rounding(obs):
+  """The moving statistics apart by rounding where they first differ."""
+  moving = _moving(obs)
+  if obs.found_any("TF1's batch norm is fused", "batch-norm moving statistics") or (
+      not moving) or not all(r.diff.max_rel <= ROUNDING for r in moving if r in obs.early) or (
+          min(r.step for r in moving) > obs.start):
+    return []
+  later = any(r.diff.max_rel > ROUNDING for r in obs.bad if r not in obs.early)
+  return ["moving statistics differ by rounding: TF1's batch norm updates them as "
+          "v - (v - x)(1 - m), Keras 3's as v m + x (1 - m), up to "
+          f"{obs.worst([r for r in moving if r in obs.early]):.2g} relative" +
+          (f" (read at steps {obs.start}-{obs.start + 1}; later steps differ more)"
+           if later else "")]

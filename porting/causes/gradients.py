@@ -1,0 +1,74 @@
+"""Causes in the backward pass with the forward pass the same bits: bias gradients oneDNN
+fuses under a tape, and a tensor used k times whose k gradient terms the two sides add in
+another order (named from where the bits part: porting.parting)."""
+
+import numpy as np
+
+ROUNDING = 1e-5
+
+
+def _first_gradients(obs):
+  """(step, rows) of the first step whose gradients differ, or (None, [])."""
+  rows = [r for r in obs.bad if r.kind == "gradient"]
+  if not rows:
+    return None, []
+  s = min(r.step for r in rows)
+  return s, [r for r in rows if r.step == s]
+
+
+def _rounding(obs, rows):
+  # Against the step's largest gradient: a bias followed by batch norm has a gradient of 0
+  # up to rounding, and there the difference is all there is.
+  return all(r.diff.max_abs <= ROUNDING * obs.largest for r in rows)
+
+
+def _forward_same(obs, s):
+  return not [r for r in obs.bad if r.kind in ("loss", "outputs") and r.step <= s]
+
+
+def fused_bias(obs):
+  """Only rank-1 gradients apart, by rounding, with oneDNN on. Measured: with oneDNN off the
+  same ports give the same bits, and a tf.nn.bias_add instead of `+` changes nothing."""
+  s, at = _first_gradients(obs)
+  if not at or not obs.onednn or not all(
+      np.ndim(obs.first1.gradients[r.tf1]) == 1 for r in at) or not _rounding(obs, at):
+    return []
+  return [f"only bias gradients differ, by rounding, from step {s} "
+          f"({', '.join(r.tf1 for r in at)}): under a GradientTape oneDNN fuses a "
+          "convolution's filter gradient with its bias gradient into one kernel that "
+          "sums the bias gradient in another order, where TF1's compute_gradients "
+          "gates them (GATE_OP) and never fuses; add the port's convolution bias with "
+          "porting.gated_bias_add, or compare both sides with "
+          f"TF_ENABLE_ONEDNN_OPTS=0 (up to {obs.worst(at):.2g} relative here)"]
+
+
+def gradient_sums(obs):
+  """The forward pass the same bits, gradients apart by rounding: with grappler's arithmetic
+  optimizer off, any tensor used twice; with it as by default, where the numbers show it: the
+  first gradient from the loss down that parts sits below a tensor used k times."""
+  s, at = _first_gradients(obs)
+  if not at or not _forward_same(obs, s) or not _rounding(obs, at) or obs.found_any(
+      "only bias gradients differ"):
+    return []
+  if obs.tf1.facts.get("graph_rewrites", {}).get("arithmetic_optimization") is False:
+    return [f"gradients differ by rounding from step {s} with the same forward pass "
+            f"({', '.join(r.tf1 for r in at)}): a tensor used more than once (a "
+            "residual connection, batch norm's input) gets its gradient terms summed "
+            "in one order by TF1's tf.gradients and in another by the tape; grappler's "
+            "arithmetic optimizer, on by default, rewrites both sums alike and is off "
+            "here (tf.config.optimizer.set_experimental_options): with it on, the same "
+            f"bits (up to {obs.worst(at):.2g} relative here)"]
+  parting = obs.parting
+  if parting is None or parting.kind != "gradient" or parting.step != s:
+    return []
+  used = [(tensor, k, types) for tensor, k, types in parting.shared if k > 1]
+  if not used:
+    return []
+  tensor, k, types = max(used, key=lambda u: u[1])
+  return [f"gradient sums: from the loss down, every gradient is the same bits down to "
+          f"{parting.variable}'s, which parts by rounding ({parting.rel:.2g} relative; "
+          f"{len(at) - 1} gradient(s) below it too, up to {obs.worst(at):.2g}), with the forward "
+          f"pass the same bits; just above its layer TF1's tower 0 uses {tensor} {k} times "
+          f"({', '.join(types)}): its gradient is the sum of {k} terms, which TF1's "
+          "tf.gradients (AddN) and the tape add in another order. The port is not at "
+          "fault; compare with a tolerance of that size (grappler as by default here)"]

@@ -1,0 +1,111 @@
+"""Causes in the optimizers' updates: the learning rate's decay, Adam's 1 - beta and beta
+powers, MomentumOptimizer's accumulator against Keras SGD's velocity, RMSProp's mean square
+and epsilon."""
+
+ROUNDING = 1e-5
+
+
+def learning_rate(obs):
+  """The two sides' rates differ from some step."""
+  rates = obs.rates
+  if rates[0] == rates[1]:
+    return []
+  s = next(i for i, (a, b) in enumerate(zip(*rates)) if a != b)
+  return [f"the learning rate differs from step {s} (TF1 {rates[0][s]:.6g}, TF2 "
+          f"{rates[1][s]:.6g}): the decay counts steps differently (TF1's global step "
+          "moves once per step of all towers; decay_steps multiplied or divided by N, "
+          "a step count per replica, or a schedule counted in examples, global_step x "
+          "batch, on one side and in steps on the other, gives this)"]
+
+
+def adam_one_minus_beta(obs):
+  """Moments that differ at step 0 where their own variable's gradient does not (read per
+  variable: another variable's differing gradient, a conv bias's, does not hide it)."""
+  if obs.optimizers != ("AdamOptimizer", "Adam"):
+    return []
+  same = {r.tf1 for r in obs.table if r.kind == "gradient" and r.step == 0 and
+          r.diff.within(obs.tolerance)}
+  fits = [r for r in obs.bad if r.kind == "slot" and r.step == 0 and
+          r.tf1.split(":")[0] in same]
+  if not fits:
+    return []
+  return ["Adam's 1 - beta: TF1's ApplyAdam kernel computes 1 - beta_1 and "
+          "1 - beta_2 in float32 (1 - 0.999 = 0.00099998713), Keras in Python floats "
+          f"and then rounds (0.001): at step 0, {len(fits)} moment(s) differ with "
+          f"the same gradients, by up to {max(r.diff.max_rel for r in fits):.2g} "
+          "relative here"]
+
+
+def adam_beta_powers(obs):
+  """From the third step the weights move apart with every moment the same bits: Keras's
+  beta ** t against TF1's running products beta1_power *= beta1."""
+  if obs.optimizers != ("AdamOptimizer", "Adam") or not obs.bad or obs.start < 2:
+    return []
+  s = obs.start
+  at = [r for r in obs.bad if r.step == s]
+  moments_same = all(r.diff.within(0) for r in obs.table if r.kind == "slot" and r.step == s)
+  if not moments_same or any(r.kind not in ("weight", "average") for r in at):
+    return []
+  return [f"Adam's beta powers: from step {s} the weights differ (by up to "
+          f"{obs.worst(at):.2g} relative) with every moment the same bits: TF1's "
+          "AdamOptimizer corrects its bias with running products (beta1_power *= beta1 each "
+          "step, in float32), Keras's Adam with beta ** t; porting.TF1Adam keeps TF1's "
+          "products (and runs TF1's kernel)"]
+
+
+def _model_rows(obs):
+  trainable = {obs.to2[k] for k in obs.names}
+  return [r for r in obs.bad if r.kind in ("weight", "slot") and
+          r.tf2.split(":")[0] in trainable]
+
+
+def momentum(obs):
+  """MomentumOptimizer's accum = m accum + g, -lr accum, against Keras SGD's v = m v - lr g:
+  rounding from the second step; a different update once the rate changes."""
+  if obs.optimizers != ("MomentumOptimizer", "SGD"):
+    return []
+  rows = _model_rows(obs)
+  if not rows or obs.found_any("the learning rate differs"):
+    return []
+  first = min(r.step for r in rows)
+  rates = obs.rates[0]
+  change = next((s for s in range(1, len(rates)) if rates[s] != rates[s - 1]), None)
+  rounding = [r for r in rows if r.step <= first + 1]
+  if first >= 1 and all(r.diff.max_rel <= ROUNDING for r in rounding):
+    line = ("momentum: MomentumOptimizer keeps accum = m accum + g and steps "
+            "-lr accum, Keras SGD keeps v = m v - lr g and steps +v; the same update, "
+            "rounded differently from the second step on (and a different one "
+            "whenever the rate changes: v is -lr x accum only at a constant rate), up "
+            f"to {obs.worst(rounding):.2g} relative")
+  elif change is not None and first >= 1 and all(
+      r.diff.max_rel <= ROUNDING for r in rows if r.step < change):
+    line = ("momentum: MomentumOptimizer keeps accum = m accum + g and steps -lr accum, "
+            "Keras SGD keeps v = m v - lr g and steps +v: alike at a constant rate, apart "
+            f"once it changes: the rate moves at step {change} (TF1 {rates[change - 1]:.6g} "
+            f"-> {rates[change]:.6g}), where Keras's velocity still carries the old rate; "
+            f"every difference before it is rounding, from it up to "
+            f"{obs.worst([r for r in rows if r.step >= change]):.2g} relative; "
+            "porting.TF1Momentum keeps TF1's accumulator")
+  else:
+    return []
+  return [line]
+
+
+def rmsprop(obs):
+  """TF1's ApplyRMSProp against Keras's RMSprop: the mean square starts at 1.0 (Keras: 0),
+  so after step 0 every rms slot is rho x 1.0 above Keras's, to rounding; and TF1 adds
+  epsilon under the square root, Keras outside it."""
+  if obs.optimizers != ("RMSPropOptimizer", "RMSprop"):
+    return []
+  rms = [r for r in obs.table if r.kind == "slot" and r.step == 0 and
+         r.tf1.endswith(":rms")]
+  offsets = [r.diff.max_abs for r in rms]
+  if not rms or not 0 < min(offsets) <= 1 or max(offsets) - min(offsets) > 1e-3 * max(offsets):
+    return []
+  weights = [r for r in obs.bad if r.kind == "weight" and r.step == 0]
+  return [f"RMSProp: every mean-square slot is {offsets[0]:.4g} apart after step 0, the "
+          "decay x TF1's initial 1.0: tf.compat.v1.train.RMSPropOptimizer starts its `rms` "
+          "at 1.0 where Keras's RMSprop starts at 0, and adds epsilon under the square root "
+          "(lr g / sqrt(ms + epsilon)) where Keras adds it outside (lr g / (sqrt(ms) + "
+          "epsilon)); porting.TF1RMSProp runs TF1's kernel with TF1's slots (the weights up "
+          f"to {obs.worst(weights):.2g} relative apart after step 0)"]

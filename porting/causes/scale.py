@@ -1,0 +1,88 @@
+"""Causes in how the replicas' loss is scaled: gradients N x or 1/N the towers' average, the
+regularization counted N times or missing, a penalty written into one side's loss only, an N
+that is not a power of two under TF2's loss-over-the-global-batch idiom."""
+
+import numpy as np
+
+from porting import penalties
+from porting.diffs import flat
+
+ROUNDING = 1e-5
+
+
+def _close(parts, rel=0.05):
+  """|x - y| <= rel |y| over [(x_k, y_k)] of arrays, variable by variable."""
+  error = scale = 0.0
+  for x, y in parts:
+    x, y = flat(x), flat(y)
+    scale += float(np.dot(y, y))
+    d = x - y
+    error += float(np.dot(d, d))
+  return scale > 0 and error <= rel * rel * scale
+
+
+def gradient_scale(obs):
+  """Every gradient N x or 1/N the towers' average (the ratio of the two sides' step-0
+  gradients, over every variable)."""
+  ratio, n = obs.ratio, obs.n
+  if ratio is None:
+    return []
+  if obs.reduction == "mean" and abs(ratio - 1 / n) < 0.05 / n:
+    return [f"every gradient is {ratio:.3g} x the towers' average (1/N, N = {n}): "
+            "the replicas' gradients are averaged (gradient_reduction='mean'), so each "
+            "replica's loss must be the tower's own, its mean over the replica's "
+            "examples, not their sum over the global batch"]
+  if abs(ratio - n) < 0.05 * n:
+    return [f"every gradient is {ratio:.3g} x the towers' average (N = {n}): the TF2 "
+            "loss is divided by the replica's batch, not the global batch (divide the "
+            "sum of the replica's per-example losses by the global batch, "
+            "tf.nn.compute_average_loss)"]
+  if abs(ratio - 1 / n) < 0.05 / n:
+    return [f"every gradient is {ratio:.3g} x the towers' average (1/N, N = {n}): the "
+            "replicas' gradients are averaged twice (a MEAN all-reduce or a division "
+            "by N on top of the optimizer's SUM over replicas)"]
+  return []
+
+
+def regularization(obs):
+  """The TF2 gradients off TF1's by (N - 1) x or -1 x the regularization's gradient."""
+  reg, n = obs.first1.regularization, obs.n
+  if not reg or obs.scaled:
+    return []
+  regularized = [k for k in obs.names if k in reg]
+
+  def delta_against(factor):
+    return ((flat(obs.first2.gradients[obs.to2[k]]) - flat(obs.first1.gradients[k]),
+             factor * flat(reg[k])) for k in regularized)
+  if n > 1 and _close(delta_against(n - 1)):
+    return [f"the regularization is counted {n} times: each replica adds the whole "
+            "regularization loss; add tf.nn.scale_regularization_loss(...) of it "
+            "(1/N on each replica)"]
+  if _close(delta_against(-1)):
+    return ["the regularization is missing from the TF2 loss (its gradient is all "
+            "that differs): add the model's losses (model.losses), scaled by "
+            "tf.nn.scale_regularization_loss"]
+  return []
+
+
+def penalty_by_hand(obs):
+  """Every differing gradient c x its starting weight: a penalty in one side's loss only."""
+  fitted = obs.tf1.facts.get("penalty")
+  if not fitted or obs.scaled or any("regularization is" in h for h in obs.found):
+    return []
+  return penalties.causes(fitted)
+
+
+def not_a_power_of_two(obs):
+  """Dividing by N x B and by N rounds where N is not a power of two."""
+  n = obs.n
+  if not (n & (n - 1)) or obs.reduction != "sum" or obs.scaled or not all(
+      r.diff.max_rel <= ROUNDING for r in obs.early):
+    return []
+  return [f"N = {n} is not a power of two: a replica's loss, divided by the global "
+          f"batch N x B (and its share of the regularization by N) and summed over the "
+          "replicas, rounds differently from each tower's mean over B averaged over "
+          "N; only a power of two divides without rounding (every difference of the "
+          "first two steps that differ is of rounding size). gradient_reduction='mean', "
+          "with each replica's loss the tower's own, does the towers' divisions (up to "
+          f"{obs.worst(obs.early):.2g} relative here)"]

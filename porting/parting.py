@@ -1,0 +1,115 @@
+"""Where the bits of the two sides first part, said structurally when no known cause fits.
+
+  structure(graph, variables)  read once from the TF1 graph (tower 0's forward ops): the
+      trainable variables from the loss down (by where tower 0 first reads each), and for
+      each the tensors used more than once between its layer and the next layer up (a
+      tensor with k consumers gets its gradient as a sum of k terms)
+  first_parting(rows, structure)  the first step that differs; there, the first of the
+      forward pass (a tower's loss or outputs) or, with the forward pass the same bits, the
+      first gradient from the loss down that differs while every gradient above it is the
+      same bits, with what the TF1 graph holds there
+"""
+
+import dataclasses
+
+from porting import layer_settings
+
+MAX_SHARED = 3  # tensors named per variable: the nearest to its layer first
+
+
+@dataclasses.dataclass
+class Parting:
+  """step; kind: "forward" or "gradient"; variable: the TF1 variable whose gradient parts
+  first (None in the forward pass); above: how many gradients above it are the same bits;
+  rel: its max relative difference; shared: [(tensor, consumers, [op types])] between its
+  layer and the next one up (TF1 tower 0)."""
+  step: int
+  kind: str
+  variable: str = None
+  above: int = 0
+  rel: float = 0.0
+  shared: list = dataclasses.field(default_factory=list)
+
+  def line(self):
+    if self.kind == "forward":
+      return (f"the bits part at step {self.step} in the forward pass: a tower's loss or "
+              "outputs differ from the same weights and batch")
+    where = (f"the bits part at step {self.step} in the backward pass: from the loss down, "
+             f"the first gradient that differs is {self.variable}'s ({self.rel:.2g} relative)"
+             f", with the {self.above} gradient(s) above it the same bits and the forward "
+             "pass the same bits")
+    if self.shared:
+      where += "; between its layer and the next one up, TF1's tower 0 uses " + "; ".join(
+          f"{tensor} {k} times ({', '.join(types)})" for tensor, k, types in self.shared)
+    return where
+
+
+def structure(graph, variables, tower="tower_0/"):
+  """{"order": [trainable variable names from the loss down], "shared": {name: [(tensor, k,
+  [consumer op types])]}} of the TF1 graph's tower `tower` forward ops."""
+  forward = [op for op in graph.get_operations() if op.name.startswith(tower) and
+             layer_settings.forward(op, lambda name: False)]
+  index = {op.name: i for i, op in enumerate(forward)}
+  consumers = {}
+  for op in forward:
+    for t in op.inputs:
+      consumers.setdefault(t.name, []).append(op)
+  layer_of = {}  # variable -> the first forward op of the tower reading it (its layer)
+  for op in forward:
+    if op.type == "ReadVariableOp" or op.type == "Identity":
+      source = op.inputs[0].op if op.inputs else None
+      if source is not None and source.name in variables and source.name not in layer_of:
+        layer_of[source.name] = op
+  readers = {name: [c for t in op.outputs for c in consumers.get(t.name, [])]
+             for name, op in layer_of.items()}
+  firsts = {name: min((index[c.name] for c in ops), default=index[layer_of[name].name])
+            for name, ops in readers.items()}
+  order = sorted(firsts, key=lambda name: -firsts[name])
+  layer_ops = set()
+  for ops in readers.values():
+    layer_ops.update(c.name for c in ops)
+  shared = {name: _shared(readers[name], consumers, layer_ops) for name in order}
+  return {"order": order, "shared": shared}
+
+
+def _shared(start, consumers, layer_ops):
+  """The tensors used more than once reached forward from ops `start`, up to the ops that
+  read another layer's variables."""
+  found, seen, frontier = [], set(), list(start)
+  own = {op.name for op in start}
+  while frontier and len(found) < MAX_SHARED:
+    op = frontier.pop(0)
+    if op.name in seen or (op.name in layer_ops and op.name not in own):
+      continue
+    seen.add(op.name)
+    for t in op.outputs:
+      users = consumers.get(t.name, [])
+      if len(users) > 1:
+        types = [u.type for u in users]
+        found.append((t.name, len(users), [f"{k} x{types.count(k)}" if types.count(k) > 1
+                                           else k for k in sorted(set(types))]))
+      frontier += users
+  return found[:MAX_SHARED]
+
+
+def first_parting(bad, table, structure_fact):
+  """The Parting of rows `bad` (those outside the tolerance) of `table`, or None."""
+  if not bad:
+    return None
+  step = min(r.step for r in bad)
+  at = [r for r in bad if r.step == step]
+  if any(r.kind in ("loss", "outputs") for r in at):
+    return Parting(step, "forward")
+  if not structure_fact or not any(r.kind == "gradient" for r in at):
+    return None
+  gradients = {r.tf1: r for r in table if r.step == step and r.kind == "gradient"}
+  above = 0
+  for name in structure_fact["order"]:
+    row = gradients.get(name)
+    if row is None:
+      continue
+    if row in at:
+      return Parting(step, "gradient", name, above, row.diff.max_rel,
+                     [tuple(s) for s in structure_fact["shared"].get(name, [])])
+    above += 1
+  return None
