@@ -11,6 +11,7 @@
   check       compare() and its Report
   tf1_towers  the TF1 side: towers in a graph, average_gradients, a Session
   tf2_replicas the TF2 side: MirroredStrategy, a tape per replica, a Keras optimizer
+              (keras_variables: its variables and slots by name)
   matching    TF1 variable names to TF2 variables (name, shape, creation order, a map)
   trace       what one side did in each step (losses, outputs, gradients, weights, slots)
   report      the rows and the text
@@ -25,7 +26,9 @@
   layer_settings  the layers' (dropout rates, batch norm's epsilon, statistics and momentum,
               regularization), read from both sides' graphs; layer_mismatches compares them
               before a step runs
-  checkpoints tf1_to_tf2 / tf2_to_tf1: a port's checkpoints both ways, slots included
+  checkpoints tf1_to_tf2 / tf2_to_tf1: a port's checkpoints both ways, slots, moving
+              averages and the global step (in the TF1 graph's dtype) included (adam_steps:
+              TF1 Adam's step, kept in its beta powers)
   outputs     where a conversion writes: never through a planted link, never over a
               checkpoint unless asked, never half, never into the folder's index
   conversion_checks  every converted variable read back and compared; one the checkpoint

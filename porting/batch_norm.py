@@ -61,14 +61,15 @@ class TF1BatchNorm(keras.layers.Layer):
     state = dict(shape=shape, trainable=False, autocast=False)
     self.moving_mean = self.add_weight(initializer=zeros, name="moving_mean", **state)
     self.moving_variance = self.add_weight(initializer=ones, name="moving_variance", **state)
-    self.debias = {}
     if self.zero_debias:  # created as assign_moving_average creates them: per statistic
-      for statistic in (self.moving_mean, self.moving_variance):
-        base = statistic.name
-        self.debias[id(statistic)] = (
-            self.add_weight(initializer=zeros, name=f"{base}_biased", **state),
-            self.add_weight(shape=(), initializer=zeros, name=f"{base}_local_step",
-                            trainable=False, autocast=False))
+      # Attributes, not a dict of them: tf.train.Checkpoint reaches a layer's variables
+      # through its attributes only.
+      for base in ("moving_mean", "moving_variance"):
+        setattr(self, f"{base}_biased",
+                self.add_weight(initializer=zeros, name=f"{base}_biased", **state))
+        setattr(self, f"{base}_local_step",
+                self.add_weight(shape=(), initializer=zeros, name=f"{base}_local_step",
+                                trainable=False, autocast=False))
 
   def call(self, inputs, training=False):
     if not training:
@@ -76,9 +77,9 @@ class TF1BatchNorm(keras.layers.Layer):
                                        self.beta, self.gamma, self.epsilon)
     axes = list(range(len(inputs.shape) - 1))
     mean, variance = tf.nn.moments(inputs, axes)
-    for statistic, value in ((self.moving_mean, mean), (self.moving_variance, variance)):
+    for base, value in (("moving_mean", mean), ("moving_variance", variance)):
       for batch_value in self._sources(value):
-        self._update(statistic, batch_value)
+        self._update(base, batch_value)
     return tf.nn.batch_normalization(inputs, mean, variance, self.beta, self.gamma,
                                      self.epsilon)
 
@@ -93,13 +94,14 @@ class TF1BatchNorm(keras.layers.Layer):
     gathered = ctx.all_gather(value[None], axis=0)  # replica order: tower order
     return [gathered[0] if self.update_from == "first_tower" else gathered[n - 1]]
 
-  def _update(self, statistic, value):
+  def _update(self, base, value):
     # assign_moving_average's arithmetic, op for op: decay is float32(1 - momentum).
+    statistic = getattr(self, base)
     decay = tf.constant(1.0 - self.momentum, statistic.dtype)
     if not self.zero_debias:
       statistic.assign_sub((statistic - value) * decay)
       return
-    biased, local_step = self.debias[id(statistic)]
+    biased, local_step = getattr(self, f"{base}_biased"), getattr(self, f"{base}_local_step")
     biased.assign_sub((biased - value) * decay)
     local_step.assign_add(tf.constant(1, local_step.dtype))
     factor = 1 - tf.pow(1.0 - decay, local_step)

@@ -13,7 +13,10 @@ never through a planted link, never over a checkpoint unless `overwrite`, never 
 never into the folder's `checkpoint` index. Values are cast to the receiving
 variable's dtype (a float32 global step, float16 weights). `example` is one (images, labels)
 batch: the TF1 graph is built from it to learn its variables. A port's moving averages (EMA
-shadows) are not converted: `tf.train.Checkpoint(model, optimizer)` has no place for them.
+shadows) convert both ways: in the TF2 checkpoint they are `averages`, a list of the shadows
+in the order of the model's trainable variables (`tf.train.Checkpoint(model=..., optimizer=...,
+averages=[ema.average(v) for v in model.trainable_variables])`); a checkpoint on either side
+without them gives shadows equal to the weights, where an EMA starts.
 
 TF1's AdamOptimizer keeps its step in `beta1_power` and `beta2_power` (beta after t updates:
 beta x beta^t, multiplied in float32 each step), and a team's Saver run of it often has no
@@ -26,6 +29,8 @@ import numpy as np
 import tensorflow as tf
 
 from porting import conversion_checks
+from porting.adam_steps import power as _power
+from porting.adam_steps import steps_of as _steps_of
 from porting import matching
 from porting import outputs
 from porting import report
@@ -129,7 +134,11 @@ def tf1_to_tf2(port, tf1_checkpoint, tf2_prefix, example, overwrite=False):
   try:
     tf2 = sides.tf2
     load_tf1(tf1_checkpoint, sides.towers, tf2, sides.pairs, sides.slots)
-    checkpoint = tf.train.Checkpoint(model=tf2.model, optimizer=tf2.optimizer)
+    # The moving averages: the checkpoint's shadows (a shadow it lacks starts at its weight).
+    to2 = dict(sides.pairs)
+    tf2.assign_averages({to2[a]: v for a, v in averages_of(
+        tf1_checkpoint, sides.towers, sides.pairs).items()})
+    checkpoint = _tf2_checkpoint(tf2)
     path = outputs.written(tf2_prefix, checkpoint.write, overwrite)
     conversion_checks.read_back(checkpoint, path, _targets(sides))
     return path
@@ -144,7 +153,8 @@ def tf2_to_tf1(port, tf2_checkpoint, tf1_prefix, example, overwrite=False):
   sides = _Sides(port, example)
   try:
     towers, tf2 = sides.towers, sides.tf2
-    checkpoint = tf.train.Checkpoint(model=tf2.model, optimizer=tf2.optimizer)
+    held = _held_tf2(tf2_checkpoint)
+    checkpoint = _tf2_checkpoint(tf2, with_averages="averages" in held)
     try:
       checkpoint.read(tf2_checkpoint).assert_existing_objects_matched()
     except (tf.errors.OpError, ValueError, AssertionError) as e:
@@ -154,6 +164,12 @@ def tf2_to_tf1(port, tf2_checkpoint, tf1_prefix, example, overwrite=False):
     conversion_checks.read_into(checkpoint, tf2_checkpoint, _targets(sides))
     values2 = tf2.values()
     values = {a: values2[b] for a, b in sides.pairs}
+    # The moving averages: the checkpoint's, or (a TF2 checkpoint without them) the weights,
+    # where an EMA starts; never the TF1 graph's initial values.
+    averages = tf2.average_values() if "averages" in held else {}
+    for a, b in sides.pairs:
+      if a in towers.averages:
+        values[towers.averages[a].op.name] = averages.get(b, values2[b])
     steps = int(tf2.optimizer.iterations.numpy())
     values[towers.global_step.op.name] = steps
     kept = _non_slots(tf2.optimizer)
@@ -172,6 +188,24 @@ def tf2_to_tf1(port, tf2_checkpoint, tf1_prefix, example, overwrite=False):
     sides.close()
 
 
+def _tf2_checkpoint(tf2, with_averages=True):
+  """The TF2 side's object-based checkpoint: model, optimizer and, where the port keeps an
+  EMA, its shadows as `averages` (a list in the order of the model's trainable variables)."""
+  if tf2.ema is None or not with_averages:
+    return tf.train.Checkpoint(model=tf2.model, optimizer=tf2.optimizer)
+  return tf.train.Checkpoint(model=tf2.model, optimizer=tf2.optimizer,
+                             averages=tf2.average_variables())
+
+
+def _held_tf2(path):
+  """The top-level names an object-based checkpoint holds ('model', 'optimizer', ...)."""
+  try:
+    names = tf.train.load_checkpoint(path).get_variable_to_shape_map()
+  except (tf.errors.OpError, ValueError):
+    return set()  # the read below says why, in one line
+  return {name.split("/", 1)[0] for name in names}
+
+
 def _targets(sides):
   """[(name, TF2 variable)] a conversion writes or reads: the paired model variables, the
   slots, the step and a porting.optimizers optimizer's non-slots."""
@@ -180,6 +214,9 @@ def _targets(sides):
   out = [(b, by_name[b]) for _, b in sides.pairs]
   out += [(f"{slot_name} (slot)", slot) for slot_name, slot, _ in sides.slots]
   out.append(("optimizer.iterations", tf2.optimizer.iterations))
+  if tf2.ema is not None:
+    out += [(f"{name} (moving average)", shadow)
+            for name, shadow in zip(tf2.names, tf2.average_variables())]
   return out + [(f"optimizer.{n}", v) for n, v in _non_slots(tf2.optimizer).items()]
 
 
@@ -193,34 +230,6 @@ def _held(path):
     return set(tf.train.load_checkpoint(path).get_variable_to_shape_map())
   except (tf.errors.OpError, ValueError):
     return set()  # _read_tf1 says why, in one line
-
-
-def _power(beta, steps):
-  """TF1 Adam's beta power after `steps` updates: float32(beta), times float32(beta) per
-  update, each product rounded to float32 as its kernel rounds it."""
-  factor = power = np.float32(beta)
-  for _ in range(steps):
-    power = np.float32(power * factor)
-  return power
-
-
-# Adam's beta2 = 0.999 power reaches float32's smallest normal number after ~87,000 updates;
-# beyond that the step cannot be read from it.
-_MAX_STEPS = 10 ** 6
-
-
-def _steps_of(power, beta, path):
-  """The number of updates after which TF1's Adam holds `power` for `beta`."""
-  factor, value, target = np.float32(beta), np.float32(beta), np.float32(power)
-  for steps in range(_MAX_STEPS):
-    if value == target:
-      return steps
-    if value < target or value == 0:
-      break
-    value = np.float32(value * factor)
-  raise PortError(f"the TF1 checkpoint {path} has no global step, and its beta2_power "
-                  f"{float(power)!r} is no power that AdamOptimizer(beta2={beta}) reaches: "
-                  "give the step with a global_step variable in the checkpoint")
 
 
 def _dtype(variable):

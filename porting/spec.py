@@ -58,6 +58,11 @@ class Port:
     optimizer's update; TF1 where `ema_order` says: "after_update" (a control dependency on
     the update) or "before_update" (the original tutorial's grouped train op, which in most of
     its runs read the weights before the update).
+  tf1_global_step() -> the global step variable as the team's TF1 code makes it, before its
+    towers (Inception's train script: a float32 get_variable('global_step', [],
+    initializer=tf.constant_initializer(0), trainable=False)); None:
+    tf.compat.v1.train.get_or_create_global_step() (int64). Converted checkpoints hold it in
+    this dtype, so the team's own Saver restores them.
   random_ops: "aligned" (tower i and replica i draw the same numbers at each step: dropout
     and noise layers compare to the bit; porting.random_ops) or "as_written" (each side's own
     random streams, which no two programs share).
@@ -74,6 +79,7 @@ class Port:
   ema_order: str = "after_update"
   gradient_reduction: str = "sum"
   random_ops: str = "aligned"
+  tf1_global_step: Optional[Callable] = None
 
   def __post_init__(self):
     for field, allowed in (("update_ops", UPDATE_OPS), ("ema_order", EMA_ORDERS),

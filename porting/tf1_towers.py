@@ -53,7 +53,8 @@ class Towers:
       self.steps_run = 0
       source = (random_ops.Source(self.step_number) if port.random_ops == "aligned"
                 else None)
-      self.global_step = global_step = v1.train.get_or_create_global_step()
+      self.global_step = global_step = (port.tf1_global_step() if port.tf1_global_step
+                                        else v1.train.get_or_create_global_step())
       self.optimizer = optimizer = port.tf1_optimizer(global_step)
       self.optimizer_class = type(optimizer).__name__
       before = set(v1.global_variables())

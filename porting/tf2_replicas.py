@@ -11,7 +11,6 @@ averages (`replica_mean`) and the optimizer's own sum is handed the average once
 
 import contextlib
 
-import numpy as np
 import tensorflow as tf
 
 from porting import layer_settings
@@ -22,49 +21,11 @@ from porting.errors import PortError
 from porting.trace import Lazy
 from porting.trace import Step
 from porting.trace import Trace
-
-
-def _variables(model):
-  """The model's variables in creation order: Keras weights, or a tf.Module's variables."""
-  found = getattr(model, "weights", None)
-  if found is None:
-    found = getattr(model, "variables", None)
-  if not found:
-    raise PortError("build_model() returned a model with no variables (return a built Keras "
-                    "model or layer, or a tf.Module)")
-  return list(found)
-
-
-def variable_name(variable):
-  """'conv2d/kernel': a Keras variable's path, or a tf.Variable's name without ':0'."""
-  path = getattr(variable, "path", None)
-  return path if path else variable.name.rsplit(":", 1)[0]
-
-
-def _numpy(value):
-  return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
-
-
-def slot_variables(optimizer, trainable):
-  """{(variable name, slot kind): optimizer variable}: Keras names a slot
-  '<variable path with _ for />_<kind>' (e.g. 'conv2d_kernel_momentum')."""
-  slots = {}
-  keys = {variable_name(v).replace("/", "_"): variable_name(v) for v in trainable}
-  for slot in optimizer.variables:
-    name = getattr(slot, "name", "")
-    # The longest owner whose key starts the name: 'dense_kernel_scale_momentum' belongs to
-    # dense/kernel_scale, not to dense/kernel.
-    owners = [key for key in keys if name.startswith(key + "_")]
-    if owners:
-      key = max(owners, key=len)
-      slots[(keys[key], name[len(key) + 1:])] = slot
-  return slots
-
-
-def _tf_variable(variable):
-  """A Keras variable's tf.Variable (its `value`); a tf.Variable itself (whose `value` is a
-  method)."""
-  return variable.value if hasattr(variable, "path") else variable
+from porting.keras_variables import numpy_of as _numpy
+from porting.keras_variables import slot_variables
+from porting.keras_variables import tf_variable as _tf_variable
+from porting.keras_variables import variable_name
+from porting.keras_variables import variables_of as _variables
 
 
 def _arguments(batch, step):
@@ -252,6 +213,16 @@ class Replicas:
     for name, v in zip(self.names, self._tf_trainable()):
       if name in values:
         self.ema.average(v).assign(values[name])
+
+  def average_variables(self):
+    """The EMA shadows, in the order of the trainable variables (what a checkpoint keeps)."""
+    return [self.ema.average(v) for v in self._tf_trainable()]
+
+  def average_values(self):
+    """{TF2 name: its moving average's value}; {} without an EMA."""
+    if self.ema is None:
+      return {}
+    return {n: _numpy(a) for n, a in zip(self.names, self.average_variables())}
 
   def assign(self, values):
     for v in self.all:

@@ -2,9 +2,7 @@
 ops, a mixed block whose input feeds four branches, an auxiliary head, label smoothing,
 RMSProp, an EMA), and the causes read from where the bits part (porting.parting)."""
 
-import dataclasses
 
-import numpy as np
 import pytest
 import tensorflow as tf
 

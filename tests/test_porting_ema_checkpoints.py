@@ -1,0 +1,103 @@
+"""Checkpoints the team's own Saver restores: a TF1 script in Inception's way (a float32
+global step made with get_variable, an EMA of the weights applied after the update, the
+debiased batch norm of tests/assign_moving_average_port.py, `Saver(tf.global_variables())`)
+converted to TF2 and back: every variable it saved, moving averages and step included,
+restored by its own Saver, and its next step the same bits as from its own checkpoint."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import porting
+from tests import assign_moving_average_port as m
+
+v1 = tf.compat.v1
+EMA_DECAY = 0.9
+
+
+def float_step():
+  return v1.get_variable("global_step", [], initializer=v1.constant_initializer(0),
+                         trainable=False)
+
+
+def ema_port():
+  return m.port(tf1_global_step=float_step,
+                tf1_ema=lambda step: v1.train.ExponentialMovingAverage(EMA_DECAY, step),
+                tf2_ema=lambda optimizer: tf.train.ExponentialMovingAverage(
+                    EMA_DECAY, num_updates=optimizer.iterations))
+
+
+def _team_graph():
+  """The team's own training graph: (graph, feeds, train op)."""
+  graph = tf.Graph()
+  with graph.as_default():
+    images = v1.placeholder(tf.float32, [m.PER_REPLICA, m.SIZE, m.SIZE, 3])
+    labels = v1.placeholder(tf.int32, [m.PER_REPLICA])
+    step = float_step()
+    loss, _ = m.tower_loss(images, labels)
+    with tf.control_dependencies(v1.get_collection(v1.GraphKeys.UPDATE_OPS)):
+      update = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
+    with tf.control_dependencies([update]):
+      train_op = v1.train.ExponentialMovingAverage(EMA_DECAY, step).apply(
+          v1.trainable_variables())
+  return graph, (images, labels), train_op
+
+
+def _run(prefix, batches, restore=None):
+  """The team's run: from `restore` (or its initializers), a step per batch, saved at
+  `prefix` with Saver(tf.global_variables()); returns every variable's value."""
+  graph, (images, labels), train_op = _team_graph()
+  with graph.as_default(), v1.Session(graph=graph) as sess:
+    saver = v1.train.Saver(v1.global_variables())
+    if restore:
+      saver.restore(sess, restore)
+    else:
+      sess.run(v1.global_variables_initializer())
+    for x, y in batches:
+      sess.run(train_op, {images: x, labels: y})
+    if prefix:
+      saver.save(sess, prefix, write_meta_graph=False)
+    return sess.run({v.op.name: v for v in v1.global_variables()})
+
+
+def test_a_converted_checkpoint_restores_into_the_teams_saver_and_steps_alike(tmp_path):
+  data = m.batches(1, steps=3)
+  saved = _run(str(tmp_path / "tf1" / "model.ckpt-2"), data[:2])
+  assert saved["global_step"].dtype == np.float32 and saved["global_step"] == 2
+  shadows = [n for n in saved if n.endswith("ExponentialMovingAverage")]
+  assert len(shadows) == 3  # conv/weights, beta, logits/weights
+  tf2 = porting.tf1_to_tf2(ema_port(), str(tmp_path / "tf1" / "model.ckpt-2"),
+                           str(tmp_path / "tf2" / "ckpt"), data[0])
+  back = porting.tf2_to_tf1(ema_port(), tf2, str(tmp_path / "back" / "model.ckpt-2"),
+                            data[0])
+  reader = tf.train.load_checkpoint(back)
+  assert reader.get_variable_to_dtype_map()["global_step"] == tf.float32
+  # Every variable the team saved, the averages and debias state included, to the bit.
+  for name, value in saved.items():
+    np.testing.assert_array_equal(reader.get_tensor(name), value, err_msg=name)
+  # The team's own Saver restores it, and the next step is the original's, averages included.
+  after_original = _run(None, data[2:], restore=str(tmp_path / "tf1" / "model.ckpt-2"))
+  after_converted = _run(None, data[2:], restore=back)
+  for name, value in after_original.items():
+    np.testing.assert_array_equal(after_converted[name], value, err_msg=name)
+
+
+def test_the_tf2_checkpoint_holds_the_averages_in_trainable_order(tmp_path):
+  data = m.batches(1, steps=2)
+  saved = _run(str(tmp_path / "tf1" / "model.ckpt-2"), data)
+  path = porting.tf1_to_tf2(ema_port(), str(tmp_path / "tf1" / "model.ckpt-2"),
+                            str(tmp_path / "tf2" / "ckpt"), data[0])
+  net = m.Net()
+  averages = [tf.Variable(tf.zeros_like(v)) for v in net.trainable_variables]
+  tf.train.Checkpoint(averages=averages).read(path).expect_partial()
+  expected = ["conv/weights", "conv/BatchNorm/beta", "logits/weights"]
+  for variable, name in zip(averages, expected):
+    np.testing.assert_array_equal(variable.numpy(),
+                                  saved[f"{name}/ExponentialMovingAverage"], err_msg=name)
+
+
+@pytest.mark.parametrize("global_step", [None, float_step])
+def test_the_comparison_runs_on_either_global_step(global_step):
+  report = porting.compare(m.port(tf1_global_step=global_step), m.batches(1), replicas=1,
+                           steps=2)
+  assert report.equal, report.text()
