@@ -131,6 +131,9 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
       start = tf2.values()
     _start_averages(towers, tf2, pairs, start if start_from is None else
                     checkpoints.averages_of(start_from, towers, pairs), record is None)
+    differ = _averaged_alike(towers, tf2, pairs)
+    if differ:
+      raise PortError(differ)
     settings = towers.settings(), tf2.settings(first)
     differ = layer_mismatches.mismatches(*settings, pairs)
     unread += layer_mismatches.unread(*settings, pairs)
@@ -167,6 +170,26 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
                 [line for line in unread if line])
 
 
+def _averaged_alike(towers, tf2, pairs):
+  """The line naming variables one side's EMA averages and the other's does not, or None."""
+  if tf2.ema is None:
+    return None
+  to2 = dict(pairs)
+  tf1_side = {to2[a] for a in towers.averages if a in to2}
+  tf2_side = {tf2_replicas.variable_name(v) for v in tf2.averaged}
+  to1 = {b: a for a, b in pairs}
+  only = [(side, sorted(to1.get(n, n) for n in names)) for side, names in
+          (("TF1", tf1_side - tf2_side), ("TF2", tf2_side - tf1_side)) if names]
+  if not only:
+    return None
+  said = "; ".join(f"the {side} EMA averages {len(names)} variable(s) the other does not "
+                   f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+                   for side, names in only)
+  return (f"the moving averages differ in what they average: {said}; give "
+          "tf1_ema_variables and tf2_ema_variables the same variables (Inception's EMA "
+          "averages tf.compat.v1.moving_average_variables() too)")
+
+
 def _start_averages(towers, tf2, pairs, start, tf1_too):
   """Both sides' moving averages (EMA shadows) set to where the comparison starts: a shadow
   starts at its variable's initial value, and the starting weights replaced the initial
@@ -178,7 +201,7 @@ def _start_averages(towers, tf2, pairs, start, tf1_too):
   by2 = {b: start[b] if b in start else start.get(a) for a, b in pairs}
   tf2.assign_averages({b: v for b, v in by2.items() if v is not None})
   if tf1_too:
-    towers.assign_averages({a: by2[to2[a]] for a in towers.trainable
+    towers.assign_averages({a: by2[to2[a]] for a in towers.averages
                             if by2.get(to2.get(a)) is not None})
 
 

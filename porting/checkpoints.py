@@ -102,14 +102,13 @@ def load_tf1(path, towers, tf2, pairs, slots):
 
 
 def averages_of(path, towers, pairs):
-  """{TF1 trainable variable: where its moving average starts} from the TF1 checkpoint at
+  """{TF1 averaged variable: where its moving average starts} from the TF1 checkpoint at
   `path`: its EMA shadow where the checkpoint holds one (the team's Saver saves them), else
   the variable's own value (a shadow starts at its variable's value)."""
   if not towers.averages:
     return {}
   held, paired = _held(path), {a for a, _ in pairs}
-  shadows = {a: towers.averages[a].op.name for a in towers.trainable
-             if a in paired and a in towers.averages}
+  shadows = {a: shadow.op.name for a, shadow in towers.averages.items() if a in paired}
   values = _read_tf1(path, [shadows[a] if shadows[a] in held else a for a in shadows])
   return {a: values[shadows[a]] if shadows[a] in values else values[a] for a in shadows}
 
@@ -215,8 +214,8 @@ def _targets(sides):
   out += [(f"{slot_name} (slot)", slot) for slot_name, slot, _ in sides.slots]
   out.append(("optimizer.iterations", tf2.optimizer.iterations))
   if tf2.ema is not None:
-    out += [(f"{name} (moving average)", shadow)
-            for name, shadow in zip(tf2.names, tf2.average_variables())]
+    out += [(f"{tf2_replicas.variable_name(v)} (moving average)", shadow)
+            for v, shadow in zip(tf2.averaged, tf2.average_variables())]
   return out + [(f"optimizer.{n}", v) for n, v in _non_slots(tf2.optimizer).items()]
 
 

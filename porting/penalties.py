@@ -26,17 +26,27 @@ def fit(pairs, trainable, tf1_step, tf2_step, start):
   return fits
 
 
+ROUNDING = 1e-3  # a difference this far below the largest is another's rounding, not c w
+
+
 def causes(fits):
-  """The hint where every differing gradient is c x its starting weight, one c for all."""
+  """The hint where every differing gradient is c x its starting weight, one c for all: a
+  gradient that differs only by rounding against the largest difference (a beta starting at
+  0, a variable whose gradient the penalty's regrouped sum rounds) is not one of them."""
+  largest = max((dd for _, _, dd in fits.values()), default=0.0)
   cs = {}
   for name, (dw, ww, dd) in fits.items():
+    if dd <= ROUNDING * ROUNDING * largest:
+      continue
     if ww == 0 or dd - dw * dw / ww > 0.05 * 0.05 * dd:
       return []
     cs[name] = dw / ww
+  if not cs:
+    return []
   c = np.median(list(cs.values()))
-  if not cs or any(abs(x - c) > 0.05 * abs(c) for x in cs.values()):
+  if any(abs(x - c) > 0.05 * abs(c) for x in cs.values()):
     return []
   side, other = ("TF1", "TF2") if c > 0 else ("TF2", "TF1")
   return [f"an L2 penalty is in the {side} loss only: the gradients of {', '.join(cs)} differ "
-          f"by {abs(c):.3g} x their weights, all that differs at step 0 (a penalty "
+          f"by {abs(c):.3g} x their weights, all that differs at step 0 beyond rounding (a penalty "
           f"{abs(c):.3g} x tf.nn.l2_loss(w) added by hand); add it to the {other} loss"]

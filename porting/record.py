@@ -107,6 +107,7 @@ def write(port, batches, path, *, replicas=2, steps=3):
                       for name in hyperparameters.tf1_attributes(towers.optimizer_class)
                       if isinstance(getattr(towers.optimizer, name, None), (bool, int, float))},
         "slot_kinds": sorted({kind for _, kind in towers.slots}),
+        "averaged": list(towers.averages),
         "facts": towers.facts, "machine": machine.describe().line(),
         "settings": {"dropout": settings.dropout, "moving": settings.moving,
                      "debiased": settings.debiased, "unread": settings.unread,
@@ -148,6 +149,15 @@ class Recorded:
 
   def variables(self):
     return [(n, tuple(shape)) for n, shape in self.header["variables"]]
+
+  @property
+  def averages(self):
+    """{TF1 variable its EMA averages: None} (a record keeps the averages' values, not their
+    variables); a record written before "averaged" was kept: the averages of its step 0."""
+    names = self.header.get("averaged")
+    if names is None:
+      names = _unprefixed("average", _load(posixpath.join(self.path, "step-0.npz")))
+    return dict.fromkeys(names)
 
   def start(self):
     """{TF1 name: value} of the recorded starting weights."""

@@ -58,6 +58,10 @@ class Port:
     optimizer's update; TF1 where `ema_order` says: "after_update" (a control dependency on
     the update) or "before_update" (the original tutorial's grouped train op, which in most of
     its runs read the weights before the update).
+  tf1_ema_variables(trainable) -> the variables tf1_ema averages (None: `trainable`, the
+    trainable variables; Inception's `trainable + tf.compat.v1.moving_average_variables()`
+    averages the batch norms' moving statistics too), and tf2_ema_variables(model) -> the
+    port's (None: its trainable variables). Both sides must average the same variables.
   tf1_global_step() -> the global step variable as the team's TF1 code makes it, before its
     towers (Inception's train script: a float32 get_variable('global_step', [],
     initializer=tf.constant_initializer(0), trainable=False)); None:
@@ -80,6 +84,8 @@ class Port:
   gradient_reduction: str = "sum"
   random_ops: str = "aligned"
   tf1_global_step: Optional[Callable] = None
+  tf1_ema_variables: Optional[Callable] = None
+  tf2_ema_variables: Optional[Callable] = None
 
   def __post_init__(self):
     for field, allowed in (("update_ops", UPDATE_OPS), ("ema_order", EMA_ORDERS),

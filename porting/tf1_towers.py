@@ -85,14 +85,18 @@ class Towers:
       self.learning_rate = _rate(optimizer)
       trainable = [v for _, v in grads]
       ema = port.tf1_ema(global_step) if port.tf1_ema else None
+      # What the EMA averages: the trainable variables, or what tf1_ema_variables says
+      # (Inception: + tf.moving_average_variables()).
+      averaged = (list(port.tf1_ema_variables(trainable)) if port.tf1_ema_variables
+                  else trainable)
       if ema is not None and port.ema_order == "before_update":
-        updates = updates + [ema.apply(trainable)]
+        updates = updates + [ema.apply(averaged)]
       with tf.control_dependencies(updates):
         self.train_op = optimizer.apply_gradients(grads, global_step=global_step)
       if ema is not None and port.ema_order == "after_update":
         with tf.control_dependencies([self.train_op]):
-          self.train_op = ema.apply(trainable)
-      self.averages = {_name(v): ema.average(v) for v in trainable} if ema else {}
+          self.train_op = ema.apply(averaged)
+      self.averages = {_name(v): ema.average(v) for v in averaged} if ema else {}
       self.slots = {(_name(v), kind): optimizer.get_slot(v, kind)
                     for _, v in grads for kind in optimizer.get_slot_names()
                     if optimizer.get_slot(v, kind) is not None}

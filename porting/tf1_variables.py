@@ -11,7 +11,8 @@ than tower 0, or one of another shape, is one PortError.
 A `tf.Variable`'s initial value is an argument, built before the variable: a draw there
 (`tf.Variable(tf.truncated_normal(...))`) is made while the kit aligns the towers' random
 draws. The creator takes such draws off the tower's count (`random_ops.Source.forget`), so
-that the forward pass's draws keep the numbers the TF2 replica gives its own.
+that the forward pass's draws keep the numbers the TF2 replica gives its own; so does the
+getter for `get_variable(initializer=<a tensor drawn in the tower>)`, in every tower.
 """
 
 import contextlib
@@ -34,6 +35,11 @@ class Shared:
     self.inside_get_variable = 0
 
   def _getter(self, getter, *args, **kwargs):
+    # get_variable(initializer=<a tensor>): a draw there is built in every tower, reused or
+    # not, before the step's draws: off the count, as a tf.Variable's initial value.
+    initializer = kwargs.get("initializer")
+    if self.source is not None and tf.is_tensor(initializer):
+      self.source.forget(initializer)
     self.inside_get_variable += 1
     try:
       return getter(*args, **kwargs)

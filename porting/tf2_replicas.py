@@ -57,8 +57,11 @@ class Replicas:
       self.optimizer.build(self.trainable)
       # The port's EMA, its shadows made now (eagerly, under the scope: a tf.function cannot).
       self.ema = port.tf2_ema(self.optimizer) if port.tf2_ema else None
+      # What the EMA averages: the trainable variables, or what tf2_ema_variables says.
+      self.averaged = (list(port.tf2_ema_variables(self.model)) if port.tf2_ema_variables
+                       else self.trainable)
       if self.ema is not None:
-        self.ema.apply(self._tf_trainable())
+        self.ema.apply(self._tf_averaged())
     self.slots = slot_variables(self.optimizer, self.trainable)
     self.names = [variable_name(v) for v in self.trainable]
     self._step = tf.function(self._distributed_step)
@@ -71,6 +74,10 @@ class Replicas:
 
   def variables(self):
     return [(variable_name(v), tuple(v.shape)) for v in self.all]
+
+  def _tf_averaged(self):
+    """The variables the EMA averages, as TensorFlow variables."""
+    return [_tf_variable(v) for v in self.averaged]
 
   def _tf_trainable(self):
     """The trainable variables as TensorFlow variables (a Keras variable's `value`), which
@@ -132,7 +139,7 @@ class Replicas:
     out = self.strategy.run(replica, (x, y))
     if self.ema is not None:  # after the update: the program order is the execution order
       with self.strategy.scope():
-        self.ema.apply(self._tf_trainable())
+        self.ema.apply(self._tf_averaged())
     return out
 
   def _traced(self, args):
@@ -197,9 +204,7 @@ class Replicas:
     stale = lambda: self.steps_run != run
     by_name = dict(zip(self.names, summed))
     gradients = Lazy(by_name, lambda n: _numpy(local(by_name[n])[0]))  # tensors: they stay
-    averages = ({n: _numpy(self.ema.average(v)) for n, v in zip(self.names,
-                                                                  self._tf_trainable())}
-                if self.ema is not None else {})
+    averages = self.average_values()
     by_variable = {variable_name(v): v for v in self.all}
     weights = Lazy(by_variable, lambda n: _numpy(by_variable[n]), stale)
     slots = Lazy(self.slots, lambda key: _numpy(self.slots[key]), stale)
@@ -207,22 +212,23 @@ class Replicas:
                 averages=averages)
 
   def assign_averages(self, values):
-    """Sets the EMA shadow of each trainable variable named in `values` ({TF2 name: array})."""
+    """Sets the EMA shadow of each averaged variable named in `values` ({TF2 name: array})."""
     if self.ema is None:
       return
-    for name, v in zip(self.names, self._tf_trainable()):
-      if name in values:
-        self.ema.average(v).assign(values[name])
+    for v, shadow in zip(self.averaged, self.average_variables()):
+      if variable_name(v) in values:
+        shadow.assign(values[variable_name(v)])
 
   def average_variables(self):
-    """The EMA shadows, in the order of the trainable variables (what a checkpoint keeps)."""
-    return [self.ema.average(v) for v in self._tf_trainable()]
+    """The EMA shadows, in the order of the averaged variables (what a checkpoint keeps)."""
+    return [self.ema.average(v) for v in self._tf_averaged()]
 
   def average_values(self):
     """{TF2 name: its moving average's value}; {} without an EMA."""
     if self.ema is None:
       return {}
-    return {n: _numpy(a) for n, a in zip(self.names, self.average_variables())}
+    return {variable_name(v): _numpy(a)
+            for v, a in zip(self.averaged, self.average_variables())}
 
   def assign(self, values):
     for v in self.all:

@@ -101,3 +101,35 @@ def test_the_comparison_runs_on_either_global_step(global_step):
   report = porting.compare(m.port(tf1_global_step=global_step), m.batches(1), replicas=1,
                            steps=2)
   assert report.equal, report.text()
+
+
+def _moving_statistics(trainable):
+  """What Inception's EMA averages beside the trainable variables: the moving statistics
+  (there through tf.moving_average_variables())."""
+  return trainable + [v for v in v1.global_variables()
+                      if v.op.name.endswith(("moving_mean", "moving_variance"))]
+
+
+def _tf2_moving_statistics(model):
+  return model.trainable_variables + [model.bn.moving_mean, model.bn.moving_variance]
+
+
+def test_an_ema_of_the_moving_statistics_too_is_compared_average_by_average():
+  port = ema_port()
+  port.tf1_ema_variables, port.tf2_ema_variables = _moving_statistics, _tf2_moving_statistics
+  report = porting.compare(port, m.batches(2), replicas=2, steps=2)
+  averaged = {r.tf1 for r in report.rows if r.kind == "average"}
+  assert {"conv/BatchNorm/moving_mean", "conv/BatchNorm/moving_variance"} < averaged
+  assert report.equal, report.text()
+
+
+def test_an_ema_of_the_moving_statistics_on_one_side_only_is_refused_in_one_line():
+  port = ema_port()
+  port.tf1_ema_variables = _moving_statistics
+  with pytest.raises(porting.PortError) as refused:
+    porting.compare(port, m.batches(1), replicas=1, steps=1)
+  assert str(refused.value) == (
+      "the moving averages differ in what they average: the TF1 EMA averages 2 variable(s) "
+      "the other does not (conv/BatchNorm/moving_mean, conv/BatchNorm/moving_variance); give "
+      "tf1_ema_variables and tf2_ema_variables the same variables (Inception's EMA averages "
+      "tf.compat.v1.moving_average_variables() too)")

@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -179,3 +180,44 @@ def test_the_kits_own_draws_are_never_named_as_escaped_whatever_tensorflow_renam
   assert "tower_0/porting_draw_1/random_uniform/RandomUniform" in names
   assert random_ops.escaped(graph.get_operations()) == [
       "tower_0/porting_draw_x/theirs/RandomUniform"]
+
+
+def _drawn_initializer_tower(images, labels):
+  """get_variable with a drawn tensor as its initializer (not an initializer object), then
+  dropout: the draw made for the initial value is not one of the step's."""
+  v1 = tf.compat.v1
+  x = tf.reshape(images, [images.shape[0], -1])
+  weights = v1.get_variable("logits/kernel", initializer=tf.random.truncated_normal(
+      [x.shape[1], 3], stddev=0.1, seed=3))
+  logits = tf.matmul(tf.nn.dropout(x, rate=0.5), weights)
+  return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=labels, logits=logits)), logits
+
+
+def _dropout_dense_model():
+  model = keras.Sequential([keras.layers.Flatten(), keras.layers.Dropout(0.5),
+                            keras.layers.Dense(3, use_bias=False, name="logits")])
+  model(tf.zeros((1, 2, 2, 3)))
+  return model
+
+
+def _dropout_dense_loss(model, images, labels, global_batch_size):
+  del global_batch_size
+  logits = model(images, training=True)
+  return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=labels, logits=logits)), logits
+
+
+def test_a_drawn_get_variable_initializer_does_not_shift_the_steps_draws():
+  port = porting.Port(tower_loss=_drawn_initializer_tower,
+                      tf1_optimizer=lambda step: tf.compat.v1.train.GradientDescentOptimizer(0.1),
+                      build_model=_dropout_dense_model, replica_loss=_dropout_dense_loss,
+                      tf2_optimizer=lambda: keras.optimizers.SGD(0.1),
+                      gradient_reduction="mean")
+  rng = np.random.default_rng(0)
+  batches = [(rng.normal(size=(4, 2, 2, 3)).astype(np.float32),
+              rng.integers(0, 3, size=4).astype(np.int32)) for _ in range(2)]
+  report = porting.compare(port, batches, replicas=2, steps=2)
+  # Before: tower i counted the initializer's draw, so its dropout drew replica i's next one.
+  assert report.equal, report.text()
+  assert report.tf1.facts["random_draws"] == report.tf2.facts["random_draws"]
