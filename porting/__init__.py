@@ -20,8 +20,9 @@
               cause over typed Observations (causes/: scale, batch_norm, gradients,
               optimizers, averages; random_causes: draws not shared; penalties: an L2
               penalty written into one side's loss only)
-  parting     where the bits first part when no cause fits: the step, the forward pass or
-              the first gradient from the loss down, and the tensors used k times there
+  parting     where the bits first part when no cause fits: the step; the first layer whose
+              output parts from the same input (both sides' layers probed from step 0's
+              weights); the first gradient from the loss down, the tensors used k times there
   hyperparameters  the two optimizers' settings, compared before a step runs
   layer_settings  the layers' (dropout rates, batch norm's epsilon, statistics and momentum,
               regularization), read from both sides' graphs; layer_mismatches compares them

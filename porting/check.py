@@ -3,6 +3,7 @@ report. See the package docstring for a call."""
 
 import dataclasses
 
+import numpy as np
 import tensorflow as tf
 
 from porting.errors import PortError
@@ -154,11 +155,17 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
       table += report.step_rows(s, a, b, pairs, trace1, optimizers, factor)
       if s == 0:  # the starting weights fit a penalty written by hand, then go
         trace1.facts["penalty"] = penalties.fit(pairs, trace1.trainable, a, b, start)
-        del start
+        # Kept where step 0's forward passes part: the layers are compared from them.
+        parted = record is None and any(
+            r.kind in ("loss", "outputs") and not r.diff.within(tolerance) for r in table)
+        start = start if parted else None
       trace1.steps.append(_kept(a, s))
       trace2.steps.append(_kept(b, s))
       del a, b
     trace2.facts.update(tf2.facts())
+    if start is not None:
+      _probe(towers, tf2, pairs, start, first, trace1, trace2)
+      del start
   finally:
     towers.close()
   where = machine.describe()
@@ -168,6 +175,21 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
                            port.gradient_reduction, onednn=where.onednn)
   return Report(pairs, table, trace1, trace2, tolerance, hints, replicas, where,
                 [line for line in unread if line])
+
+
+def _probe(towers, tf2, pairs, start, batch, trace1, trace2):
+  """Both sides' step-0 forward passes again from the starting weights, layer by layer
+  (porting.parting.probes), into the traces' facts, where each side's probe gives the losses
+  its step 0 gave; else the facts say the probe could not reproduce the step."""
+  towers.assign({a: start[b] for a, b in pairs})
+  tf2.assign(start)
+  losses1, probes1 = towers.probe(*batch)
+  losses2, probes2 = tf2.probe(*batch)
+  same = lambda xs, ys: all(np.array_equal(x, y) for x, y in zip(xs, ys))
+  if same(losses1, trace1.steps[0].losses) and same(losses2, trace2.steps[0].losses):
+    trace1.facts["probes"], trace2.facts["probes"] = probes1, probes2
+  else:
+    trace1.facts["probes"] = None  # measured: the probe is another computation
 
 
 def _averaged_alike(towers, tf2, pairs):

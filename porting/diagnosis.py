@@ -96,7 +96,17 @@ class Observations:
 
   @functools.cached_property
   def parting(self):
-    return parting.first_parting(self.bad, self.table, self.tf1.facts.get("structure"))
+    probes = self.tf1.facts.get("probes", {})
+    if probes is None:  # the forward pass fetched layer by layer gave other bits
+      where = parting.first_parting(self.bad, self.table, None)
+      if where is not None and where.kind == "forward" and where.step == 0:
+        where.detail = (": a tower's loss or outputs differ from the same weights and batch; "
+                        "its layers could not be compared: the forward pass run again with "
+                        "each layer's output fetched gives other bits than the step's own "
+                        "(a fetched tensor keeps grappler from fusing its ops)")
+      return where
+    return parting.first_parting(self.bad, self.table, self.tf1.facts.get("structure"),
+                                 probes, self.tf2.facts.get("probes"), self.pairs)
 
   def found_any(self, *starts):
     return any(h.startswith(starts) for h in self.found)

@@ -12,6 +12,9 @@
 
 import dataclasses
 
+import numpy as np
+
+from porting import diffs
 from porting import layer_settings
 
 MAX_SHARED = 3  # tensors named per variable: the nearest to its layer first
@@ -29,11 +32,16 @@ class Parting:
   above: int = 0
   rel: float = 0.0
   shared: list = dataclasses.field(default_factory=list)
+  detail: str = ""
 
   def line(self):
     if self.kind == "forward":
-      return (f"the bits part at step {self.step} in the forward pass: a tower's loss or "
-              "outputs differ from the same weights and batch")
+      return (f"the bits part at step {self.step} in the forward pass" +
+              (f" {self.detail}" if self.detail else
+               ": a tower's loss or outputs differ from the same weights and batch"))
+    if self.kind == "update":
+      return (f"the bits part at step {self.step} in the update: the forward pass and every "
+              f"gradient the same bits, {self.detail}")
     where = (f"the bits part at step {self.step} in the backward pass: from the loss down, "
              f"the first gradient that differs is {self.variable}'s ({self.rel:.2g} relative)"
              f", with the {self.above} gradient(s) above it the same bits and the forward "
@@ -92,14 +100,92 @@ def _shared(start, consumers, layer_ops):
   return found[:MAX_SHARED]
 
 
-def first_parting(bad, table, structure_fact):
-  """The Parting of rows `bad` (those outside the tolerance) of `table`, or None."""
+def probes(ops, variable_of, names):
+  """{variable: (op type, input, output)}: for each of `names`, the first of `ops` (one
+  tower's or replica's forward ops, in graph order) that reads it, with its first input that
+  is not the variable (the layer's input) and its output: where the layers are compared
+  when the forward pass parts."""
+  consumers = {}
+  for op in ops:
+    for t in op.inputs:
+      consumers.setdefault(t.name, []).append(op)
+  found = {}
+  for op in ops:
+    if op.type != "ReadVariableOp" or not op.inputs:
+      continue
+    name = variable_of(op.inputs[0])
+    if name not in names or name in found:
+      continue
+    reads, user = {op.outputs[0].name}, None
+    frontier = list(consumers.get(op.outputs[0].name, []))
+    while frontier:
+      candidate = frontier.pop(0)
+      if candidate.type in ("Identity", "Cast"):
+        reads.add(candidate.outputs[0].name)
+        frontier += consumers.get(candidate.outputs[0].name, [])
+        continue
+      user = candidate
+      break
+    if user is None or not user.outputs:
+      continue
+    inputs = [t for t in user.inputs if t.name not in reads]
+    if inputs:
+      found[name] = (user.type, inputs[0], user.outputs[0])
+  return found
+
+
+def _forward(step, probes1, probes2, pairs, order):
+  """The forward Parting at `step` from both sides' probes (TF1 names; `order` from the loss
+  down), or a plain forward Parting where no layer can be compared."""
+  to2 = dict(pairs)
+  before = None
+  for name in reversed(order):
+    a, b = probes1.get(name), probes2.get(to2.get(name))
+    if a is None or b is None or np.shape(a[1]) != np.shape(b[1]) or (
+        np.shape(a[2]) != np.shape(b[2])):
+      continue
+    same_in = np.array_equal(a[1], b[1])
+    same_out = np.array_equal(a[2], b[2])
+    if same_in and same_out:
+      before = name
+      continue
+    after = f"every layer before it the same bits" if before else "the first layer compared"
+    if same_in:
+      rel = diffs.diff(a[2], b[2]).max_rel
+      return Parting(step, "forward", name, rel=rel, detail=(
+          f"at {name}'s layer: its input the same bits, its output {rel:.2g} relative apart "
+          f"(TF1 {a[0]}, TF2 {b[0]}; {after})"))
+    rel = diffs.diff(a[1], b[1]).max_rel
+    where = f"between {before}'s layer and {name}'s" if before else f"before {name}'s layer"
+    return Parting(step, "forward", name, rel=rel, detail=(
+        f"{where}: {name}'s layer's input is {rel:.2g} relative apart"
+        + (f" while {before}'s output is the same bits" if before else "") +
+        " (what is there reads no weight: an activation, a pooling, a dropout, a reshape, "
+        "a normalization's statistics)"))
+  if before is not None:
+    return Parting(step, "forward", detail=(
+        f"after the last layer compared ({before}'s, the same bits): in what follows it "
+        "(the head, the loss)"))
+  return Parting(step, "forward")
+
+
+def first_parting(bad, table, structure_fact, probes1=None, probes2=None, pairs=()):
+  """The Parting of rows `bad` (those outside the tolerance) of `table`, or None; `probes1`,
+  `probes2` the two sides' step-0 layer probes (TF1, TF2 names), `pairs` the variables'."""
   if not bad:
     return None
   step = min(r.step for r in bad)
   at = [r for r in bad if r.step == step]
   if any(r.kind in ("loss", "outputs") for r in at):
+    if step == 0 and probes1 and probes2 and structure_fact:
+      return _forward(step, probes1, probes2, pairs, structure_fact["order"])
     return Parting(step, "forward")
+  if not any(r.kind == "gradient" for r in at):
+    first = min(at, key=lambda r: ("weight", "slot", "average").index(r.kind)
+                if r.kind in ("weight", "slot", "average") else 3)
+    return Parting(step, "update", first.tf1, rel=first.diff.max_rel, detail=(
+        f"the {first.kind} of {first.tf1} after it {first.diff.max_rel:.2g} relative apart "
+        "(the optimizer's update, a moving statistic's or the moving average's)"))
   if not structure_fact or not any(r.kind == "gradient" for r in at):
     return None
   gradients = {r.tf1: r for r in table if r.step == step and r.kind == "gradient"}

@@ -125,6 +125,12 @@ class Towers:
                     "random_escaped": random_ops.escaped(self.graph.get_operations()),
                     "fused_batch_norm": any(
           op.type.startswith("FusedBatchNorm") for op in self.graph.get_operations())}
+      # Each layer's input and output in tower 0, fetched only to say where the forward
+      # passes part (probe).
+      self.probes = parting.probes(
+          [op for op in self.graph.get_operations()
+           if layer_settings.forward(op, lambda name: not name.startswith("tower_0/"))],
+          lambda t: t.op.name if t.op.type in VARIABLE_OPS else None, set(self.trainable))
       # Assignments made now: the graph is finalized before the Session runs.
       self.all_variables = v1.global_variables()  # model, slots, global step
       self.setters = {}
@@ -223,6 +229,15 @@ class Towers:
     outputs = out["outputs"] if out["outputs"] else [None] * len(self.losses)
     return Step([np.asarray(x) for x in out["losses"]], outputs, out["gradients"],
                 float(lr), after, slots, regularization, averages)
+
+  def probe(self, images, labels):
+    """Step 0's forward pass again (the weights as they were then, the draws of step 0),
+    fetching each layer's input and output: (the towers' losses, {TF1 variable: (op type,
+    input, output)})."""
+    feed = {self.feeds[0]: images, self.feeds[1]: labels, self.step_number: 0}
+    losses, values = self.sess.run(
+        [self.losses, {n: (x, y) for n, (_, x, y) in self.probes.items()}], feed)
+    return losses, {n: (self.probes[n][0], x, y) for n, (x, y) in values.items()}
 
   def _reader(self, tensors):
     """fetch(key) for a Lazy: reads `tensors` ({key: tensor}) a chunk of up to CHUNK bytes

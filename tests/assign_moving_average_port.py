@@ -80,8 +80,9 @@ class Net(keras.Model):
   """bn: "tf1" (porting.TF1BatchNorm, `update_from` as given), "keras", "direct" or
   "assign_sub"."""
 
-  def __init__(self, bn="tf1", update_from="own_replica"):
+  def __init__(self, bn="tf1", update_from="own_replica", activation="relu"):
     super().__init__(name="net")
+    self.activation = getattr(tf.nn, activation)  # "elu": a port with another activation
     self.conv = keras.layers.Conv2D(FILTERS, 3, padding="same", use_bias=False, name="conv")
     self.bn = {"tf1": lambda: porting.TF1BatchNorm(DECAY, EPSILON, scale=False,
                                                    update_from=update_from, name="bn"),
@@ -93,7 +94,7 @@ class Net(keras.Model):
     self(tf.zeros((1, SIZE, SIZE, 3)))
 
   def call(self, x, training=False):
-    x = tf.nn.relu(self.bn(self.conv(x), training=training))
+    x = self.activation(self.bn(self.conv(x), training=training))
     return self.logits(tf.reshape(x, [tf.shape(x)[0], -1]))
 
 

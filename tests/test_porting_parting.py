@@ -1,0 +1,64 @@
+"""Where the bits part when no known cause fits (porting.parting): the first step; in the
+forward pass the first layer (in the model's order) whose output differs while its input is
+the same bits, or the stretch between two layers where the input first differs; in the
+backward pass the first gradient from the loss down; in the update, what it moved apart."""
+
+import numpy as np
+import pytest
+
+import porting
+from porting import parting
+from porting import report as report_lib
+from porting.diffs import Diff
+from tests import assign_moving_average_port as m
+
+
+def _row(step, kind, name, rel):
+  return report_lib.Row(step, kind, name, name, Diff(rel, rel, 1 if rel else 0))
+
+
+X = np.arange(6, dtype=np.float32).reshape(2, 3)
+STRUCTURE = {"order": ["top", "middle", "bottom"], "shared": {}}  # from the loss down
+PAIRS = [("top", "top"), ("middle", "middle"), ("bottom", "bottom")]
+
+
+def test_the_first_layer_whose_output_parts_from_the_same_input_is_named():
+  tf1 = {"bottom": ("Conv2D", X, X), "middle": ("Conv2D", X, X), "top": ("MatMul", X, X)}
+  tf2 = dict(tf1, middle=("Conv2D", X, X + 1e-6))
+  where = parting.first_parting([_row(0, "loss", "tower_0", 1e-7)], [], STRUCTURE, tf1, tf2,
+                                PAIRS)
+  assert where.line() == (
+      "the bits part at step 0 in the forward pass at middle's layer: its input the same "
+      "bits, its output 2e-07 relative apart (TF1 Conv2D, TF2 Conv2D; every layer before it "
+      "the same bits)")
+
+
+def test_an_input_that_parts_after_a_layer_the_same_bits_names_the_stretch_between():
+  tf1 = {"bottom": ("Conv2D", X, X), "middle": ("Conv2D", X, X), "top": ("MatMul", X, X)}
+  tf2 = dict(tf1, middle=("Conv2D", X * 2, X))
+  where = parting.first_parting([_row(0, "outputs", "tower_0", 1e-3)], [], STRUCTURE, tf1,
+                                tf2, PAIRS)
+  assert where.line().startswith(
+      "the bits part at step 0 in the forward pass between bottom's layer and middle's: "
+      "middle's layer's input is 1 relative apart while bottom's output is the same bits")
+
+
+def test_an_update_that_parts_with_the_same_gradients_is_said_as_such():
+  table = [_row(1, "gradient", "w", 0.0), _row(1, "weight", "w", 1e-7)]
+  where = parting.first_parting([table[1]], table, STRUCTURE)
+  assert where.line().startswith(
+      "the bits part at step 1 in the update: the forward pass and every gradient the same "
+      "bits, the weight of w after it 1e-07 relative apart")
+
+
+def test_a_port_with_another_activation_is_located_between_its_layers():
+  report = porting.compare(m.port(build_model=lambda: m.Net(activation="elu")), m.batches(1),
+                           replicas=1, steps=1)
+  (line,) = report.hints
+  # The convolution and the batch norm the same bits; what follows them before the logits
+  # (the port's activation) is where the forward passes part.
+  assert line.startswith(
+      "not explained: no known cause fits; the bits part at step 0 in the forward pass "
+      "between conv/BatchNorm/beta's layer and logits/weights's: logits/weights's layer's "
+      "input is "), line
+  assert "while conv/BatchNorm/beta's output is the same bits" in line
