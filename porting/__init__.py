@@ -22,7 +22,8 @@
               penalty written into one side's loss only)
   parting     where the bits first part when no cause fits: the step; the first layer whose
               output parts from the same input (both sides' layers probed from step 0's
-              weights); the first gradient from the loss down, the tensors used k times there
+              weights: layer_probes); the first gradient from the loss down, the tensors
+              used k times there
   hyperparameters  the two optimizers' settings, compared before a step runs
   layer_settings  the layers' (dropout rates, batch norm's epsilon, statistics and momentum,
               regularization), read from both sides' graphs; layer_mismatches compares them

@@ -3,7 +3,6 @@ report. See the package docstring for a call."""
 
 import dataclasses
 
-import numpy as np
 import tensorflow as tf
 
 from porting.errors import PortError
@@ -12,6 +11,7 @@ from porting import checkpoints
 from porting import diagnosis
 from porting import hyperparameters
 from porting import layer_mismatches
+from porting import layer_probes
 from porting import machine
 from porting import matching
 from porting import penalties
@@ -164,7 +164,7 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
       del a, b
     trace2.facts.update(tf2.facts())
     if start is not None:
-      _probe(towers, tf2, pairs, start, first, trace1, trace2)
+      layer_probes.probe_both(towers, tf2, pairs, start, first, trace1, trace2)
       del start
   finally:
     towers.close()
@@ -175,21 +175,6 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
                            port.gradient_reduction, onednn=where.onednn)
   return Report(pairs, table, trace1, trace2, tolerance, hints, replicas, where,
                 [line for line in unread if line])
-
-
-def _probe(towers, tf2, pairs, start, batch, trace1, trace2):
-  """Both sides' step-0 forward passes again from the starting weights, layer by layer
-  (porting.parting.probes), into the traces' facts, where each side's probe gives the losses
-  its step 0 gave; else the facts say the probe could not reproduce the step."""
-  towers.assign({a: start[b] for a, b in pairs})
-  tf2.assign(start)
-  losses1, probes1 = towers.probe(*batch)
-  losses2, probes2 = tf2.probe(*batch)
-  same = lambda xs, ys: all(np.array_equal(x, y) for x, y in zip(xs, ys))
-  if same(losses1, trace1.steps[0].losses) and same(losses2, trace2.steps[0].losses):
-    trace1.facts["probes"], trace2.facts["probes"] = probes1, probes2
-  else:
-    trace1.facts["probes"] = None  # measured: the probe is another computation
 
 
 def _averaged_alike(towers, tf2, pairs):

@@ -209,3 +209,11 @@ def forward(op, skip_prefix):
   parts = op.name.split("/")
   return not skip_prefix(op.name) and not any(
       p.startswith(("gradients", "gradient_tape")) for p in parts)
+
+
+def update_towers(graph, train_op):
+  """The towers whose assign ops the train op runs (their UPDATE_OPS), read from the graph."""
+  runs = reached([train_op])
+  return sorted({int(op.name.split("/")[0][len("tower_"):]) for op in graph.get_operations()
+                 if op.type in ASSIGNS and op.name in runs and
+                 op.name.startswith("tower_") and op.name.split("/")[0][6:].isdigit()})

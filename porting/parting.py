@@ -100,40 +100,6 @@ def _shared(start, consumers, layer_ops):
   return found[:MAX_SHARED]
 
 
-def probes(ops, variable_of, names):
-  """{variable: (op type, input, output)}: for each of `names`, the first of `ops` (one
-  tower's or replica's forward ops, in graph order) that reads it, with its first input that
-  is not the variable (the layer's input) and its output: where the layers are compared
-  when the forward pass parts."""
-  consumers = {}
-  for op in ops:
-    for t in op.inputs:
-      consumers.setdefault(t.name, []).append(op)
-  found = {}
-  for op in ops:
-    if op.type != "ReadVariableOp" or not op.inputs:
-      continue
-    name = variable_of(op.inputs[0])
-    if name not in names or name in found:
-      continue
-    reads, user = {op.outputs[0].name}, None
-    frontier = list(consumers.get(op.outputs[0].name, []))
-    while frontier:
-      candidate = frontier.pop(0)
-      if candidate.type in ("Identity", "Cast"):
-        reads.add(candidate.outputs[0].name)
-        frontier += consumers.get(candidate.outputs[0].name, [])
-        continue
-      user = candidate
-      break
-    if user is None or not user.outputs:
-      continue
-    inputs = [t for t in user.inputs if t.name not in reads]
-    if inputs:
-      found[name] = (user.type, inputs[0], user.outputs[0])
-  return found
-
-
 def _forward(step, probes1, probes2, pairs, order):
   """The forward Parting at `step` from both sides' probes (TF1 names; `order` from the loss
   down), or a plain forward Parting where no layer can be compared."""
@@ -149,7 +115,7 @@ def _forward(step, probes1, probes2, pairs, order):
     if same_in and same_out:
       before = name
       continue
-    after = f"every layer before it the same bits" if before else "the first layer compared"
+    after = "every layer before it the same bits" if before else "the first layer compared"
     if same_in:
       rel = diffs.diff(a[2], b[2]).max_rel
       return Parting(step, "forward", name, rel=rel, detail=(

@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from porting import layer_settings
+from porting import layer_probes
 from porting import parting
 from porting import random_ops
 from porting import tf1_layers
@@ -19,12 +20,12 @@ from porting import tf1_variables
 from porting import spec
 from porting.errors import PortError
 from porting.trace import Lazy
+from porting.trace import chunked
 from porting.trace import Step
 from porting.trace import Trace
 
 v1 = tf.compat.v1
 VARIABLE_OPS = ("VarHandleOp", "VariableV2", "Variable")
-CHUNK = 64 << 20  # bytes of weights or slots read in one Session run
 
 
 def average_gradients(tower_grads):
@@ -117,7 +118,7 @@ class Towers:
           if g is not None:
             self.regularization[_name(v)] = g
       self.facts = {"update_ops": port.update_ops, "ema_order": port.ema_order,
-                    "update_towers": _update_towers(self.graph, self.train_op),
+                    "update_towers": layer_settings.update_towers(self.graph, self.train_op),
                     "structure": parting.structure(
                         self.graph, {_name(v) for _, v in grads}),
                     "random_ops": port.random_ops,
@@ -127,7 +128,7 @@ class Towers:
           op.type.startswith("FusedBatchNorm") for op in self.graph.get_operations())}
       # Each layer's input and output in tower 0, fetched only to say where the forward
       # passes part (probe).
-      self.probes = parting.probes(
+      self.probes = layer_probes.probes(
           [op for op in self.graph.get_operations()
            if layer_settings.forward(op, lambda name: not name.startswith("tower_0/"))],
           lambda t: t.op.name if t.op.type in VARIABLE_OPS else None, set(self.trainable))
@@ -223,40 +224,12 @@ class Towers:
     # Read when the report compares them (one at a time), before the next step.
     run = self.steps_run
     stale = lambda: self.steps_run != run
-    after = Lazy(weights, self._reader(weights), stale)
-    slots = Lazy(self.slots, self._reader(self.slots), stale)
+    after = Lazy(weights, chunked(self.sess.run, weights), stale)
+    slots = Lazy(self.slots, chunked(self.sess.run, self.slots), stale)
     averages = self.sess.run(self.averages)
     outputs = out["outputs"] if out["outputs"] else [None] * len(self.losses)
     return Step([np.asarray(x) for x in out["losses"]], outputs, out["gradients"],
                 float(lr), after, slots, regularization, averages)
-
-  def probe(self, images, labels):
-    """Step 0's forward pass again (the weights as they were then, the draws of step 0),
-    fetching each layer's input and output: (the towers' losses, {TF1 variable: (op type,
-    input, output)})."""
-    feed = {self.feeds[0]: images, self.feeds[1]: labels, self.step_number: 0}
-    losses, values = self.sess.run(
-        [self.losses, {n: (x, y) for n, (_, x, y) in self.probes.items()}], feed)
-    return losses, {n: (self.probes[n][0], x, y) for n, (x, y) in values.items()}
-
-  def _reader(self, tensors):
-    """fetch(key) for a Lazy: reads `tensors` ({key: tensor}) a chunk of up to CHUNK bytes
-    at a time, in key order (the report's), and hands each value out once: memory stays a
-    chunk's, and a run is not paid per variable."""
-    keys, cache = list(tensors), {}
-
-    def fetch(key):
-      if key not in cache:
-        chunk, size = [], 0
-        for k in keys[keys.index(key):]:
-          n = tensors[k].shape.num_elements() * tensors[k].dtype.size
-          if k in cache or (chunk and size + n > CHUNK):
-            break
-          chunk.append(k)
-          size += n
-        cache.update(zip(chunk, self.sess.run([tensors[k] for k in chunk])))
-      return cache.pop(key)
-    return fetch
 
   def close(self):
     self.sess.close()
@@ -284,14 +257,6 @@ def _rate(optimizer):
       return tf.convert_to_tensor(rate, tf.float32)
   raise PortError(f"tf1_optimizer returned {type(optimizer).__name__}, which keeps no learning "
                   "rate where tf.compat.v1.train's optimizers do (_learning_rate or _lr)")
-
-
-def _update_towers(graph, train_op):
-  """The towers whose assign ops the train op runs (their UPDATE_OPS), read from the graph."""
-  runs = layer_settings.reached([train_op])
-  return sorted({int(op.name.split("/")[0][len("tower_"):]) for op in graph.get_operations()
-                 if op.type in layer_settings.ASSIGNS and op.name in runs and
-                 op.name.startswith("tower_") and op.name.split("/")[0][6:].isdigit()})
 
 
 def _name(variable):

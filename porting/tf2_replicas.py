@@ -14,7 +14,6 @@ import contextlib
 import tensorflow as tf
 
 from porting import layer_settings
-from porting import parting
 from porting import random_ops
 from porting import spec
 from porting.gates import replica_mean
@@ -145,52 +144,7 @@ class Replicas:
         self.ema.apply(self._tf_averaged())
     return out
 
-  def probe(self, images, labels):
-    """Step 0's forward pass again (the weights as they were then, the draws of step 0),
-    returning each layer's input and output of replica 0: (the replicas' losses, {TF2
-    variable: (op type, input, output)}). Traced only when asked: the comparison runs it
-    where step 0's forward passes part and no cause is known."""
-    handles = self._handles()
-    names = set(self.names)
-
-    def forward(images, labels, step):
-      if self.source is not None:
-        self.source.step = step
-        self.source.drawn.clear()
-        self.source.ops.clear()
-      n = self.strategy.num_replicas_in_sync
-      per = tf.shape(images)[0] // n
-
-      def slice_of(ctx):
-        i = ctx.replica_id_in_sync_group
-        return images[i * per:(i + 1) * per], labels[i * per:(i + 1) * per]
-
-      def replica(x, y):
-        graph = tf.compat.v1.get_default_graph()
-        before = len(graph.get_operations())
-        loss, _ = spec.loss_and_outputs(
-            self.port.replica_loss(self.model, x, y, tf.shape(images)[0]))
-        ctx = tf.distribute.get_replica_context()
-        if tf.get_static_value(ctx.replica_id_in_sync_group) == 0:  # replica 0's own ops
-          captured = {id(inner): handles.get(id(outer)) for outer, inner in graph.captures}
-          ops = [op for op in graph.get_operations()[before:]
-                 if layer_settings.forward(op, lambda name: name.startswith("replica_"))]
-          found.update(parting.probes(ops, lambda t: captured.get(id(t)), names))
-        return loss
-
-      x, y = self.strategy.experimental_distribute_values_from_function(slice_of)
-      loss = self.strategy.run(replica, (x, y))
-      # Replica 0's tensors, of the same graph: returned by the function, not per replica.
-      return loss, {k: (v[1], v[2]) for k, v in found.items()}
-
-    found = {}
-    with random_ops.aligned(self.source):
-      loss, values = tf.function(forward)(*_arguments((images, labels), 0))
-    local = self.strategy.experimental_local_results
-    first = {k: (found[k][0], _numpy(x), _numpy(y)) for k, (x, y) in values.items()}
-    return [_numpy(l) for l in local(loss)], first
-
-  def _handles(self):
+  def handles(self):
     """{id(a variable handle): the variable's name}, a mirrored variable's components too."""
     handles = {}
     for v in self.all:
@@ -221,7 +175,7 @@ class Replicas:
     """Replica 0's layer settings (layer_settings) in the step traced for the global batch
     `example`, before it runs; the regularizers' gradients at the current weights."""
     graph = self._traced(_arguments(example, self.steps_run))
-    handles = self._handles()
+    handles = self.handles()
     captured = {id(internal): handles.get(id(external)) for external, internal in
                 graph.captures}
     statistics = {variable_name(v) for v in self.all if not v.trainable}

@@ -1,0 +1,124 @@
+"""Step 0's forward pass again, layer by layer, on both sides: where the forward passes part
+and no cause is known, each side runs step 0 again from its starting weights (the draws of
+step 0: porting.random_ops keys them by the step) and fetches each layer's input and output;
+porting.parting compares them. A fetched tensor can keep grappler from fusing its ops, so the
+probe counts only where it gives the step's own losses on both sides.
+
+  probes(ops, variable_of, names)   the first op reading each variable: the layer
+  tf1_probe, tf2_probe              one side's step 0 again, its layers' inputs and outputs
+  probe_both                        both, into the traces' facts
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from porting import layer_settings
+from porting import random_ops
+from porting import spec
+from porting.keras_variables import numpy_of as _numpy
+
+
+def probes(ops, variable_of, names):
+  """{variable: (op type, input, output)}: for each of `names`, the first of `ops` (one
+  tower's or replica's forward ops, in graph order) that reads it, with its first input that
+  is not the variable (the layer's input) and its output: where the layers are compared
+  when the forward pass parts."""
+  consumers = {}
+  for op in ops:
+    for t in op.inputs:
+      consumers.setdefault(t.name, []).append(op)
+  found = {}
+  for op in ops:
+    if op.type != "ReadVariableOp" or not op.inputs:
+      continue
+    name = variable_of(op.inputs[0])
+    if name not in names or name in found:
+      continue
+    reads, user = {op.outputs[0].name}, None
+    frontier = list(consumers.get(op.outputs[0].name, []))
+    while frontier:
+      candidate = frontier.pop(0)
+      if candidate.type in ("Identity", "Cast"):
+        reads.add(candidate.outputs[0].name)
+        frontier += consumers.get(candidate.outputs[0].name, [])
+        continue
+      user = candidate
+      break
+    if user is None or not user.outputs:
+      continue
+    inputs = [t for t in user.inputs if t.name not in reads]
+    if inputs:
+      found[name] = (user.type, inputs[0], user.outputs[0])
+  return found
+
+
+def tf1_probe(towers, images, labels):
+  """Step 0's forward pass again (the weights as they were then, the draws of step 0),
+  fetching each layer's input and output: (the towers' losses, {TF1 variable: (op type,
+  input, output)})."""
+  feed = {towers.feeds[0]: images, towers.feeds[1]: labels, towers.step_number: 0}
+  losses, values = towers.sess.run(
+      [towers.losses, {n: (x, y) for n, (_, x, y) in towers.probes.items()}], feed)
+  return losses, {n: (towers.probes[n][0], x, y) for n, (x, y) in values.items()}
+
+
+def tf2_probe(replicas, images, labels):
+  """Step 0's forward pass again (the weights as they were then, the draws of step 0),
+  returning each layer's input and output of replica 0: (the replicas' losses, {TF2
+  variable: (op type, input, output)}). Traced only when asked: the comparison runs it
+  where step 0's forward passes part and no cause is known."""
+  handles = replicas.handles()
+  names = set(replicas.names)
+
+  def forward(images, labels, step):
+    if replicas.source is not None:
+      replicas.source.step = step
+      replicas.source.drawn.clear()
+      replicas.source.ops.clear()
+    n = replicas.strategy.num_replicas_in_sync
+    per = tf.shape(images)[0] // n
+
+    def slice_of(ctx):
+      i = ctx.replica_id_in_sync_group
+      return images[i * per:(i + 1) * per], labels[i * per:(i + 1) * per]
+
+    def replica(x, y):
+      graph = tf.compat.v1.get_default_graph()
+      before = len(graph.get_operations())
+      loss, _ = spec.loss_and_outputs(
+          replicas.port.replica_loss(replicas.model, x, y, tf.shape(images)[0]))
+      ctx = tf.distribute.get_replica_context()
+      if tf.get_static_value(ctx.replica_id_in_sync_group) == 0:  # replica 0's own ops
+        captured = {id(inner): handles.get(id(outer)) for outer, inner in graph.captures}
+        ops = [op for op in graph.get_operations()[before:]
+               if layer_settings.forward(op, lambda name: name.startswith("replica_"))]
+        found.update(probes(ops, lambda t: captured.get(id(t)), names))
+      return loss
+
+    x, y = replicas.strategy.experimental_distribute_values_from_function(slice_of)
+    loss = replicas.strategy.run(replica, (x, y))
+    # Replica 0's tensors, of the same graph: returned by the function, not per replica.
+    return loss, {k: (v[1], v[2]) for k, v in found.items()}
+
+  found = {}
+  with random_ops.aligned(replicas.source):
+    loss, values = tf.function(forward)(tf.constant(images), tf.constant(labels),
+                                        tf.constant(0, tf.int64))
+  local = replicas.strategy.experimental_local_results
+  first = {k: (found[k][0], _numpy(x), _numpy(y)) for k, (x, y) in values.items()}
+  return [_numpy(l) for l in local(loss)], first
+
+
+def probe_both(towers, tf2, pairs, start, batch, trace1, trace2):
+  """Both sides' step-0 forward passes again from the starting weights, layer by layer
+  (probes), into the traces' facts, where each side's probe gives the losses
+  its step 0 gave; else the facts say the probe could not reproduce the step."""
+  towers.assign({a: start[b] for a, b in pairs})
+  tf2.assign(start)
+  losses1, probes1 = tf1_probe(towers, *batch)
+  losses2, probes2 = tf2_probe(tf2, *batch)
+  same = lambda xs, ys: all(np.array_equal(x, y) for x, y in zip(xs, ys))
+  if same(losses1, trace1.steps[0].losses) and same(losses2, trace2.steps[0].losses):
+    trace1.facts["probes"], trace2.facts["probes"] = probes1, probes2
+  else:
+    trace1.facts["probes"] = None  # measured: the probe is another computation
