@@ -51,6 +51,9 @@ def define_flags(fv):
                       "elsewhere); its batches and replicas are used.", flag_values=fv)
   flags.DEFINE_bool("overwrite", False, "tf1_to_tf2, tf2_to_tf1: replace a checkpoint "
                     "already at the prefix written.", flag_values=fv)
+  flags.DEFINE_string("tf1_checkpoint", None, "tf2_to_tf1: the run's own TF1 checkpoint, for "
+                      "the TF1 variables the port has no counterpart of (variable_map to "
+                      "None: loss averages).", flag_values=fv)
   flags.DEFINE_float("tolerance", 0.0, "Largest max relative difference per variable that "
                      "still counts as equal (0: the same bits).", lower_bound=0.0,
                      upper_bound=MAX_TOLERANCE, flag_values=fv)
@@ -84,6 +87,7 @@ def main(values, args):
   if command in ("tf1_to_tf2", "tf2_to_tf1") and len(paths) != 2:
     raise PortError(f"{command} takes two paths: the checkpoint to read and the one to write")
   for what, path in (("--start_from", values.start_from), ("--record", values.record),
+                     ("--tf1_checkpoint", values.tf1_checkpoint),
                      *(("the path", path) for path in paths)):
     why = filesystems.missing(path)
     if why:
@@ -115,8 +119,16 @@ def main(values, args):
       print(report.text())
       return 0 if report.equal else 1  # a verdict: only with a report printed
     example = batches(0) if callable(batches) else list(batches)[0]
-    convert = porting.tf1_to_tf2 if command == "tf1_to_tf2" else porting.tf2_to_tf1
-    print(f"wrote {convert(port, paths[0], paths[1], example, overwrite=values.overwrite)}")
+    alone = sorted(k for k, v in (port.variable_map or {}).items() if v is None)
+    if command == "tf1_to_tf2":
+      print(f"wrote {porting.tf1_to_tf2(port, *paths, example, overwrite=values.overwrite)}")
+      if alone:  # said, not dropped silently: the TF2 model has no place for them
+        print(f"not carried (no TF2 counterpart, variable_map to None): {', '.join(alone)}")
+      return
+    print("wrote " + porting.tf2_to_tf1(port, *paths, example, overwrite=values.overwrite,
+                                        tf1_checkpoint=values.tf1_checkpoint))
+    if alone:
+      print(f"carried from {values.tf1_checkpoint}: {', '.join(alone)}")
   except PortError:
     _quiet_at_exit()
     raise

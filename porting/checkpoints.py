@@ -145,13 +145,25 @@ def tf1_to_tf2(port, tf1_checkpoint, tf2_prefix, example, overwrite=False):
     sides.close()
 
 
-def tf2_to_tf1(port, tf2_checkpoint, tf1_prefix, example, overwrite=False):
+def tf2_to_tf1(port, tf2_checkpoint, tf1_prefix, example, overwrite=False,
+               tf1_checkpoint=None):
   """Writes the TF2 checkpoint `tf2_checkpoint` (`tf.train.Checkpoint(model=...,
   optimizer=...)`) under TF1 names at `tf1_prefix`, for a tf.compat.v1.train.Saver; returns
-  the path written."""
+  the path written. TF1 variables the port has no counterpart of (variable_map to None:
+  Inception's loss averages) take their values from `tf1_checkpoint`, the run's own TF1
+  checkpoint; without it such a port is refused: their initial values are not the run's."""
   sides = _Sides(port, example)
   try:
     towers, tf2 = sides.towers, sides.tf2
+    paired = {a for a, _ in sides.pairs}
+    alone = [a for a, _ in towers.variables() if a not in paired]
+    if alone and tf1_checkpoint is None:
+      raise PortError(f"the TF1 graph holds {', '.join(alone)}, which the port has no "
+                      "counterpart of (variable_map to None), so no TF2 checkpoint holds "
+                      "them: give the run's own TF1 checkpoint (tf1_checkpoint=, "
+                      "--tf1_checkpoint) to carry them over; their initial values are not "
+                      "the run's")
+    carried = _read_tf1(tf1_checkpoint, alone) if alone else {}
     held = _held_tf2(tf2_checkpoint)
     checkpoint = _tf2_checkpoint(tf2, with_averages="averages" in held)
     try:
@@ -163,6 +175,7 @@ def tf2_to_tf1(port, tf2_checkpoint, tf1_prefix, example, overwrite=False):
     conversion_checks.read_into(checkpoint, tf2_checkpoint, _targets(sides))
     values2 = tf2.values()
     values = {a: values2[b] for a, b in sides.pairs}
+    values.update(carried)
     # The moving averages: the checkpoint's, or (a TF2 checkpoint without them) the weights,
     # where an EMA starts; never the TF1 graph's initial values.
     averages = tf2.average_values() if "averages" in held else {}

@@ -133,3 +133,56 @@ def test_an_ema_of_the_moving_statistics_on_one_side_only_is_refused_in_one_line
       "the other does not (conv/BatchNorm/moving_mean, conv/BatchNorm/moving_variance); give "
       "tf1_ema_variables and tf2_ema_variables the same variables (Inception's EMA averages "
       "tf.compat.v1.moving_average_variables() too)")
+
+
+def _with_loss_average(images, labels):
+  """Inception's _tower_loss keeps a moving average of its loss (for its summaries) in the
+  tower: a TF1 variable the port has no counterpart of."""
+  loss, logits = m.tower_loss(images, labels)
+  with tf.control_dependencies([v1.train.ExponentialMovingAverage(0.9, name="avg").apply(
+      [loss])]):
+    return tf.identity(loss), logits
+
+
+def _loss_average_run(prefix, batches, restore=None):
+  """The team's run of that tower (in tower_0's name scope, as its multi-GPU script)."""
+  graph = tf.Graph()
+  with graph.as_default():
+    images = v1.placeholder(tf.float32, [m.PER_REPLICA, m.SIZE, m.SIZE, 3])
+    labels = v1.placeholder(tf.int32, [m.PER_REPLICA])
+    step = float_step()
+    with tf.name_scope("tower_0"):
+      loss, _ = _with_loss_average(images, labels)
+    with tf.control_dependencies(v1.get_collection(v1.GraphKeys.UPDATE_OPS)):
+      train_op = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
+    with v1.Session(graph=graph) as sess:
+      saver = v1.train.Saver(v1.global_variables())
+      saver.restore(sess, restore) if restore else sess.run(v1.global_variables_initializer())
+      for x, y in batches:  # the loss fetched, as Inception's loop logs it: its average moves
+        sess.run([train_op, loss], {images: x, labels: y})
+      if prefix:
+        saver.save(sess, prefix, write_meta_graph=False)
+      return sess.run({v.op.name: v for v in v1.global_variables()})
+
+
+def test_a_tf1_only_variable_is_carried_from_the_runs_checkpoint_never_reset(tmp_path):
+  data = m.batches(1, steps=3)
+  saved = _loss_average_run(str(tmp_path / "tf1" / "model.ckpt-2"), data[:2])
+  (average,) = [n for n in saved if n.endswith("/avg")]
+  assert saved[average] != 0  # the run moved it
+  port = m.port(tower_loss=_with_loss_average, tf1_global_step=float_step,
+                variable_map={average: None})
+  tf2 = porting.tf1_to_tf2(port, str(tmp_path / "tf1" / "model.ckpt-2"),
+                           str(tmp_path / "tf2" / "ckpt"), data[0])
+  with pytest.raises(porting.PortError, match=f"the TF1 graph holds {average}, which the port "
+                     "has no counterpart of .* their initial values are not the run's"):
+    porting.tf2_to_tf1(port, tf2, str(tmp_path / "back" / "model.ckpt-2"), data[0])
+  back = porting.tf2_to_tf1(port, tf2, str(tmp_path / "back" / "model.ckpt-2"), data[0],
+                            tf1_checkpoint=str(tmp_path / "tf1" / "model.ckpt-2"))
+  reader = tf.train.load_checkpoint(back)
+  for name, value in saved.items():
+    np.testing.assert_array_equal(reader.get_tensor(name), value, err_msg=name)
+  after = _loss_average_run(None, data[2:], restore=back)
+  original = _loss_average_run(None, data[2:], restore=str(tmp_path / "tf1" / "model.ckpt-2"))
+  for name, value in original.items():
+    np.testing.assert_array_equal(after[name], value, err_msg=name)

@@ -3,6 +3,7 @@ ops, a mixed block whose input feeds four branches, an auxiliary head, label smo
 RMSProp, an EMA), and the causes read from where the bits part (porting.parting)."""
 
 
+import keras
 import pytest
 import tensorflow as tf
 
@@ -12,14 +13,16 @@ from porting import report as report_lib
 from porting.diffs import Diff
 from tests import assign_moving_average_port as small
 from tests import inception_port as m
+from tests import slim_style_port as slim
 
-pytestmark = pytest.mark.filterwarnings("ignore:`tf.nn.dropout`", "ignore:Call initializer")
+pytestmark = pytest.mark.filterwarnings("ignore:`tf.nn.dropout`", "ignore:Call initializer",
+                                        "ignore:`tf.layers.", "ignore:`layer.apply`")
 
 
 @pytest.mark.slow  # 30-50 s each: twelve batch norms, an EMA, two towers
 @pytest.mark.parametrize("replicas", [1, 2])
 def test_the_faithful_port_parts_only_at_the_four_times_used_tensor(replicas):
-  report = porting.compare(m.port(replicas), m.batches(replicas), replicas=replicas, steps=2)
+  report = porting.compare(m.port(replicas), m.batches(replicas), replicas=replicas, steps=1)
   step0 = [r for r in report.rows if r.step == 0 and not r.diff.within(0)]
   # The forward pass the same bits; gradients above the mixed block's input the same bits.
   assert not [r for r in step0 if r.kind in ("loss", "outputs")]
@@ -36,9 +39,13 @@ def test_the_faithful_port_parts_only_at_the_four_times_used_tensor(replicas):
              for h in report.hints), report.hints
 
 
-@pytest.mark.slow
 def test_keras_rmsprop_is_named_by_its_mean_square_from_ones():
-  report = porting.compare(m.keras_rmsprop_port(1), m.batches(1), replicas=1, steps=1)
+  # The slim-style model's RMSProp (Inception's settings), ported with Keras's RMSprop.
+  rate = lambda: keras.optimizers.schedules.ExponentialDecay(
+      slim.LEARNING_RATE, slim.DECAY_EXAMPLES // slim.PER_REPLICA, 0.5, staircase=True)
+  port = slim.port(1, tf2_optimizer=lambda: keras.optimizers.RMSprop(
+      rate(), rho=0.9, momentum=0.9, epsilon=1.0))
+  report = porting.compare(port, slim.batches(1), replicas=1, steps=1)
   (line,) = [h for h in report.hints if h.startswith("RMSProp:")]
   rms = [r for r in report.rows if r.kind == "slot" and r.tf1.endswith(":rms")]
   assert rms and all(abs(r.diff.max_abs - 0.9) < 1e-6 for r in rms)
