@@ -27,26 +27,30 @@ def ema_port():
                     EMA_DECAY, num_updates=optimizer.iterations))
 
 
-def _team_graph():
-  """The team's own training graph: (graph, feeds, train op)."""
+def _team_graph(tower, ema):
+  """The team's own training graph, its tower in tower_0's name scope as its multi-GPU script
+  builds it: (graph, feeds, the loss, the train op; the EMA after the update where `ema`)."""
   graph = tf.Graph()
   with graph.as_default():
     images = v1.placeholder(tf.float32, [m.PER_REPLICA, m.SIZE, m.SIZE, 3])
     labels = v1.placeholder(tf.int32, [m.PER_REPLICA])
     step = float_step()
-    loss, _ = m.tower_loss(images, labels)
+    with tf.name_scope("tower_0"):
+      loss, _ = tower(images, labels)
     with tf.control_dependencies(v1.get_collection(v1.GraphKeys.UPDATE_OPS)):
-      update = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
-    with tf.control_dependencies([update]):
-      train_op = v1.train.ExponentialMovingAverage(EMA_DECAY, step).apply(
-          v1.trainable_variables())
-  return graph, (images, labels), train_op
+      train_op = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
+    if ema:
+      with tf.control_dependencies([train_op]):
+        train_op = v1.train.ExponentialMovingAverage(EMA_DECAY, step).apply(
+            v1.trainable_variables())
+  return graph, (images, labels), loss, train_op
 
 
-def _run(prefix, batches, restore=None):
+def _run(prefix, batches, restore=None, tower=m.tower_loss, ema=True):
   """The team's run: from `restore` (or its initializers), a step per batch, saved at
-  `prefix` with Saver(tf.global_variables()); returns every variable's value."""
-  graph, (images, labels), train_op = _team_graph()
+  `prefix` with Saver(tf.global_variables()); returns every variable's value. The loss is
+  fetched with each step, as Inception's loop logs it (its averages move only then)."""
+  graph, (images, labels), loss, train_op = _team_graph(tower, ema)
   with graph.as_default(), v1.Session(graph=graph) as sess:
     saver = v1.train.Saver(v1.global_variables())
     if restore:
@@ -54,7 +58,7 @@ def _run(prefix, batches, restore=None):
     else:
       sess.run(v1.global_variables_initializer())
     for x, y in batches:
-      sess.run(train_op, {images: x, labels: y})
+      sess.run([train_op, loss], {images: x, labels: y})
     if prefix:
       saver.save(sess, prefix, write_meta_graph=False)
     return sess.run({v.op.name: v for v in v1.global_variables()})
@@ -145,24 +149,7 @@ def _with_loss_average(images, labels):
 
 
 def _loss_average_run(prefix, batches, restore=None):
-  """The team's run of that tower (in tower_0's name scope, as its multi-GPU script)."""
-  graph = tf.Graph()
-  with graph.as_default():
-    images = v1.placeholder(tf.float32, [m.PER_REPLICA, m.SIZE, m.SIZE, 3])
-    labels = v1.placeholder(tf.int32, [m.PER_REPLICA])
-    step = float_step()
-    with tf.name_scope("tower_0"):
-      loss, _ = _with_loss_average(images, labels)
-    with tf.control_dependencies(v1.get_collection(v1.GraphKeys.UPDATE_OPS)):
-      train_op = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
-    with v1.Session(graph=graph) as sess:
-      saver = v1.train.Saver(v1.global_variables())
-      saver.restore(sess, restore) if restore else sess.run(v1.global_variables_initializer())
-      for x, y in batches:  # the loss fetched, as Inception's loop logs it: its average moves
-        sess.run([train_op, loss], {images: x, labels: y})
-      if prefix:
-        saver.save(sess, prefix, write_meta_graph=False)
-      return sess.run({v.op.name: v for v in v1.global_variables()})
+  return _run(prefix, batches, restore, tower=_with_loss_average, ema=False)
 
 
 def test_a_tf1_only_variable_is_carried_from_the_runs_checkpoint_never_reset(tmp_path):

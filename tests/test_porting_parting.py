@@ -4,7 +4,6 @@ the same bits, or the stretch between two layers where the input first differs; 
 backward pass the first gradient from the loss down; in the update, what it moved apart."""
 
 import numpy as np
-import pytest
 
 import porting
 from porting import parting
