@@ -148,8 +148,10 @@ def _quiet_at_exit():
   logging.getLogger("tensorflow").setLevel(logging.ERROR)
 
 
-_LIBRARIES = tuple(os.sep + p + os.sep for p in ("tensorflow", "keras", "tf_keras", "porting",
-                                                    "absl"))
+# TensorFlow 1.15's Python lives in tensorflow_core.
+_LIBRARIES = tuple(os.sep + p + os.sep for p in ("tensorflow", "tensorflow_core", "keras",
+                                                    "tf_keras", "absl"))
+_KIT = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _where(error, did=None):
@@ -159,8 +161,9 @@ def _where(error, did=None):
   text = str(error)
   frames = [(f.filename, f.lineno) for f in traceback.extract_tb(error.__traceback__)]
   frames += [(f, int(n)) for f, n in re.findall(r'File "([^"]+)", line (\d+)', text)]
-  ours = [(f, n) for f, n in frames
-          if not any(p in f for p in _LIBRARIES) and "__autograph_generated" not in f]
+  outside = [(f, n) for f, n in frames
+             if not any(p in f for p in _LIBRARIES) and "__autograph_generated" not in f]
+  ours = [(f, n) for f, n in outside if not os.path.abspath(f).startswith(_KIT)]
   at = f" at {ours[-1][0]}:{ours[-1][1]}" if ours else ""
   lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
   message = lines[-1][:300] if lines else ""
@@ -169,6 +172,12 @@ def _where(error, did=None):
     return f"the port {did}{at}"
   if message.startswith(name + ": ") or re.match(r"\w+Error: ", message):
     name, message = message.split(": ", 1)
+  if outside and outside[-1] not in ours:  # raised in the kit's own code, not the team's
+    kit_file, line = outside[-1]
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top  # imported by now
+    return (f"the kit failed: {name} at {os.path.relpath(kit_file, os.path.dirname(_KIT[:-1]))}:"
+            f"{line}: {message} (a fault of porting on TensorFlow {tf.__version__}, not of "
+            "the port)")
   return f"the port raised {name}{at}: {message}"
 
 

@@ -169,6 +169,7 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
   finally:
     towers.close()
   where = machine.describe()
+  trace2.facts["machine"] = where.line()
   if start_from is not None:
     trace1.facts["start"] = trace2.facts["start"] = (start_from, first_step)
   hints = diagnosis.causes(pairs, trace1, trace2, table, tolerance, replicas, optimizers,

@@ -8,12 +8,23 @@ add in the order their threads finish and float32 matmuls and convolutions round
 mantissas on Ampere and newer, and a comparison to the bit would see that noise.
 """
 
+import os
+
 import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
 from porting.errors import PortError
 
 v1 = tf.compat.v1
+# TensorFlow 1.x (1.15: where a team's TF1 code records its side): its device calls live
+# under tf.config.experimental, and its Sessions need no logical devices.
+TF1 = tf.__version__.startswith("1.")
+
+
+def physical_devices(kind):
+  """tf.config.list_physical_devices(kind), on TensorFlow 1.15 too."""
+  lister = getattr(tf.config, "list_physical_devices", None)
+  return (lister or tf.config.experimental.list_physical_devices)(kind)
 
 
 MAX_REPLICAS = 64  # as the trainers' logical CPU replicas: more takes minutes to build
@@ -23,13 +34,18 @@ def replica_devices(n):
   """['/gpu:0', ...] or ['/cpu:0', ...]: n devices, one per tower and replica."""
   if not 1 <= n <= MAX_REPLICAS:
     raise PortError(f"replicas must be an integer from 1 to {MAX_REPLICAS}, got {n}")
-  gpus = tf.config.list_physical_devices("GPU")
+  gpus = physical_devices("GPU")
   if gpus:
     if len(gpus) < n:
       raise PortError(f"{n} replicas but only {len(gpus)} GPU(s) are visible")
-    tf.config.experimental.enable_op_determinism()
-    tf.config.experimental.enable_tensor_float_32_execution(False)
+    if TF1:  # 1.15 reads it when its kernels are built; it has no TensorFloat-32
+      os.environ["TF_DETERMINISTIC_OPS"] = "1"
+    else:
+      tf.config.experimental.enable_op_determinism()
+      tf.config.experimental.enable_tensor_float_32_execution(False)
     return [f"/gpu:{i}" for i in range(n)]
+  if TF1:  # only the TF1 side runs here (record): a Session's device_count makes the CPUs
+    return [f"/cpu:{i}" for i in range(n)]
   cpu = tf.config.list_physical_devices("CPU")[0]
   configured = tf.config.get_logical_device_configuration(cpu) or []
   if len(configured) < n:

@@ -21,6 +21,7 @@ from porting import random_causes
 from porting.causes import averages
 from porting.causes import batch_norm
 from porting.causes import gradients
+from porting.causes import machines
 from porting.causes import optimizers
 from porting.causes import scale
 from porting.diffs import flat
@@ -33,7 +34,7 @@ RULES = (scale.gradient_scale, scale.regularization, scale.penalty_by_hand,
          batch_norm.update_rounding, gradients.fused_bias, gradients.gradient_sums,
          scale.not_a_power_of_two, averages.read_order, averages.follow_the_weights,
          optimizers.adam_one_minus_beta, optimizers.adam_beta_powers, optimizers.momentum,
-         optimizers.rmsprop)
+         optimizers.rmsprop, machines.other_runtime)
 
 
 SECONDARY = ("the moving averages follow the weights",)
@@ -144,6 +145,8 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers_, reduction="
     hints.append("not explained: no known cause fits; " + (
         where.line() if where is not None else
         f"the first difference is at step {first.step}, {first.kind} of {first.tf1}, "
-        f"{first.diff.max_rel:.3g} relative") + "; compare fewer steps, one tower, or "
-        "TF_ENABLE_ONEDNN_OPTS=0 on both sides to narrow it")
+        f"{first.diff.max_rel:.3g} relative") + "; compare fewer steps, one tower, or " + (
+            "TF_ENABLE_ONEDNN_OPTS=0 on this side (the record's TensorFlow chose its own)"
+            if "recorded" in tf1.facts else "TF_ENABLE_ONEDNN_OPTS=0 on both sides") +
+        " to narrow it")
   return hints

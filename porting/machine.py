@@ -14,7 +14,6 @@ log and the benchmark's results.json say it:
 """
 
 import dataclasses
-import importlib.metadata
 import os
 import subprocess
 
@@ -115,6 +114,11 @@ def _runtime_onednn(isa):
     from tensorflow.python.util import _pywrap_util_port  # pylint: disable=g-import-not-at-top
     return bool(_pywrap_util_port.IsMklEnabled())
   except (ImportError, AttributeError):
+    pass
+  try:  # TensorFlow 1.15: its pip wheel runs its own (Eigen) kernels, and says so here
+    from tensorflow.python import pywrap_tensorflow  # pylint: disable=g-import-not-at-top
+    return bool(pywrap_tensorflow.IsMklEnabled())
+  except (ImportError, AttributeError):
     return onednn_enabled(isa)
 
 
@@ -122,8 +126,10 @@ def _gpus():
   """(names, driver) of the GPUs TensorFlow lists, without starting its runtime."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   names = []
-  for gpu in tf.config.list_physical_devices("GPU"):
-    details = tf.config.experimental.get_device_details(gpu)
+  from porting import devices  # pylint: disable=g-import-not-at-top
+  details_of = getattr(tf.config.experimental, "get_device_details", lambda gpu: {})  # 2.3+
+  for gpu in devices.physical_devices("GPU"):
+    details = details_of(gpu)
     name = details.get("device_name", gpu.name)
     capability = details.get("compute_capability")
     names.append(f"{name} (compute {capability[0]}.{capability[1]})" if capability else name)
@@ -141,8 +147,19 @@ def _gpus():
 
 def _version(package):
   try:
-    return importlib.metadata.version(package)
-  except importlib.metadata.PackageNotFoundError:
+    from importlib import metadata  # pylint: disable=g-import-not-at-top
+  except ImportError:  # Python 3.7 (TensorFlow 1.15's): the backport, or pkg_resources
+    try:
+      import importlib_metadata as metadata  # pylint: disable=g-import-not-at-top
+    except ImportError:
+      import pkg_resources  # pylint: disable=g-import-not-at-top
+      try:
+        return pkg_resources.get_distribution(package).version
+      except pkg_resources.DistributionNotFound:
+        return "not installed"
+  try:
+    return metadata.version(package)
+  except metadata.PackageNotFoundError:
     return "not installed"
 
 

@@ -10,6 +10,7 @@ it does not. porting.diagnosis.RULES runs them in the order the report lists the
                 gradient terms are summed in another order
   optimizers    the learning rate's decay; Adam's 1 - beta and beta powers; momentum's
                 accumulator; RMSProp's mean square from ones and its epsilon
-  averages      the EMA: read at another point of the step; averaging the moving statistics
-                too; apart only as far as the weights they average
+  averages      the EMA: read at another point of the step; apart only as far as the weights
+                they average
+  machines      a TF1 side recorded on another TensorFlow, kernel family or CPU
 """
