@@ -27,7 +27,7 @@ def mismatches(tf1, tf2, pairs):
     for a, b in zip(bn1, bn2):
       if _f32(a.epsilon) != _f32(b.epsilon):
         out.append(f"batch norm {_short(a.scope)}: epsilon TF1 {a.epsilon:.6g}, TF2 "
-                   f"{b.epsilon:.6g}")
+                   f"{b.epsilon:.6g}" + _raised_epsilon(a.epsilon, b.epsilon))
       if a.training != b.training:
         modes.add(_short(a.scope))
         out.append(f"batch norm {_short(a.scope)}: normalizes with TF1 {_mode(a)}, TF2 "
@@ -49,6 +49,19 @@ def unread(tf1, tf2, pairs):
                  f"{', '.join(found)} in a form the kit does not recognise as a moving "
                  "average; the momentum is not compared, the steps' numbers are")
   return out
+
+
+FUSED_MIN_EPSILON = 1.001e-5  # TensorFlow 1.x's fused batch norm (cuDNN's CUDNN_BN_MIN_EPSILON)
+
+
+def _raised_epsilon(tf1, tf2):
+  """Why a TF1 graph reads 1.001e-5 where its code says less: TensorFlow 1.x's fused batch
+  norm raises a smaller epsilon to that (2.x does not), so the TF1 side ran with it."""
+  if _f32(tf1) != _f32(FUSED_MIN_EPSILON) or tf2 >= FUSED_MIN_EPSILON:
+    return ""
+  return (" (TensorFlow 1.x's fused batch norm raises an epsilon below 1.001e-05 to "
+          "1.001e-05, so the TF1 side ran with 1.001e-05 whatever its code says: set the "
+          "port's epsilon to 1.001e-05)")
 
 
 def _dropout(drop1, drop2):

@@ -88,3 +88,15 @@ def test_a_side_recorded_on_tensorflow_1_15_compares_here_with_the_version_named
   # 4.1e-07 relative (oneDNN on here), 2.1e-07 with TF_ENABLE_ONEDNN_OPTS=0 here.
   assert all(r.diff.within(0) for r in report.rows if r.kind == "loss")
   assert max(r.diff.max_rel for r in report.rows) < 1e-5
+
+
+def test_the_raised_fused_epsilon_of_tensorflow_1_says_why_and_what_to_set():
+  from porting import layer_mismatches  # pylint: disable=g-import-not-at-top
+  from porting import layer_settings  # pylint: disable=g-import-not-at-top
+  tf1 = layer_settings.Settings([], [layer_settings.BatchNorm("tower_0/bn", 1.001e-5, True)], {})
+  tf2 = layer_settings.Settings([], [layer_settings.BatchNorm("bn", 1e-5, True)], {})
+  (line,) = layer_mismatches.mismatches(tf1, tf2, [])
+  assert line == (
+      "batch norm bn: epsilon TF1 1.001e-05, TF2 1e-05 (TensorFlow 1.x's fused batch norm "
+      "raises an epsilon below 1.001e-05 to 1.001e-05, so the TF1 side ran with 1.001e-05 "
+      "whatever its code says: set the port's epsilon to 1.001e-05)")
