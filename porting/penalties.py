@@ -46,7 +46,11 @@ def causes(fits):
   c = np.median(list(cs.values()))
   if any(abs(x - c) > 0.05 * abs(c) for x in cs.values()):
     return []
-  side, other = ("TF1", "TF2") if c > 0 else ("TF2", "TF1")
+  side = "TF1" if c > 0 else "TF2"
+  # The TF1 code is the reference: the port is what changes.
+  advice = ("add it to the port's replica_loss" if side == "TF1" else
+            "the TF1 code has no such penalty: take it out of the port's replica_loss")
   return [f"an L2 penalty is in the {side} loss only: the gradients of {', '.join(cs)} differ "
-          f"by {abs(c):.3g} x their weights, all that differs at step 0 beyond rounding (a penalty "
-          f"{abs(c):.3g} x tf.nn.l2_loss(w) added by hand); add it to the {other} loss"]
+          f"by {abs(c):.3g} x their weights, all that differs at step 0 beyond rounding (a "
+          f"penalty {abs(c):.3g} x tf.nn.l2_loss(w) added by hand; a variable starting at 0, "
+          f"a batch norm's beta, shows none at step 0); {advice}"]

@@ -35,3 +35,13 @@ def test_a_zero_weight_that_differs_beyond_rounding_is_no_penalty():
 def test_gradients_apart_by_different_factors_are_no_penalty():
   fits = _fits({"conv/kernel": (4e-3 * KERNEL, KERNEL), "logits/kernel": (1e-2 * LOGITS, LOGITS)})
   assert penalties.causes(fits) == []
+
+
+def test_the_advice_changes_the_port_never_the_tf1_code():
+  fits = _fits({"conv/kernel": (-4e-3 * KERNEL, KERNEL)})  # TF2's gradient is the larger
+  (line,) = penalties.causes(fits)
+  assert line.startswith("an L2 penalty is in the TF2 loss only")
+  assert line.endswith("the TF1 code has no such penalty: take it out of the port's "
+                       "replica_loss")
+  (line,) = penalties.causes(_fits({"conv/kernel": (4e-3 * KERNEL, KERNEL)}))
+  assert line.endswith("add it to the port's replica_loss")

@@ -17,9 +17,10 @@ def fused(obs):
       if r.step == 0 and r.kind in ("loss", "outputs", "gradient")):
     return []
   return ["TF1's batch norm is fused (FusedBatchNorm: its own rounding, and "
-          "moving_variance updated with the unbiased variance n/(n-1)); Keras 3's "
-          "BatchNormalization is not fused and uses the biased variance: pass "
-          "fused=False on the TF1 side to compare the same computation (here step "
+          "moving_variance updated with the unbiased variance n/(n-1)); the port's is not "
+          "(no Keras 3 layer runs that kernel: Keras's BatchNormalization and "
+          "porting.TF1BatchNorm use the biased variance): compare with a tolerance of this "
+          "size, or check the rest of the port with fused=False on the TF1 side (here step "
           f"0's forward pass and gradients up to {obs.worst(obs.table, 0):.2g} relative "
           f"apart, the moving statistics up to {obs.worst(_moving(obs)):.2g})"]
 

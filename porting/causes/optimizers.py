@@ -11,11 +11,30 @@ def learning_rate(obs):
   if rates[0] == rates[1]:
     return []
   s = next(i for i, (a, b) in enumerate(zip(*rates)) if a != b)
-  return [f"the learning rate differs from step {s} (TF1 {rates[0][s]:.6g}, TF2 "
-          f"{rates[1][s]:.6g}): the decay counts steps differently (TF1's global step "
-          "moves once per step of all towers; decay_steps multiplied or divided by N, "
-          "a step count per replica, or a schedule counted in examples, global_step x "
-          "batch, on one side and in steps on the other, gives this)"]
+  head = (f"the learning rate differs from step {s} (TF1 {rates[0][s]:.6g}, TF2 "
+          f"{rates[1][s]:.6g})")
+  shift = _shift(*rates)
+  if shift:
+    ahead = "ahead of" if shift > 0 else "behind"
+    return [f"{head}: TF2's schedule runs {abs(shift)} step(s) {ahead} TF1's (its rate at "
+            f"step i is TF1's at step i {'+' if shift > 0 else '-'} {abs(shift)}, at every "
+            "step compared): a boundary or decay_steps off by that many steps, or a step "
+            "count that starts elsewhere on one side"]
+  return [f"{head}: the two schedules differ; what gives this: decay_steps multiplied or "
+          "divided by N, a step count per replica (TF1's global step moves once per step of "
+          "all towers), a schedule counted in examples (global_step x batch) on one side and "
+          "in steps on the other, or another rate, boundary or decay factor"]
+
+
+def _shift(tf1, tf2, most=3):
+  """k where TF2's rate at step i is TF1's at i + k for every step both hold (k != 0, |k|
+  <= most, at least one changing rate among them), else 0."""
+  for k in sorted(range(-most, most + 1), key=abs):
+    pairs = [(tf2[i], tf1[i + k]) for i in range(len(tf2)) if 0 <= i + k < len(tf1)]
+    if k and len(pairs) >= 2 and all(a == b for a, b in pairs) and len(
+        {b for _, b in pairs}) > 1:
+      return k
+  return 0
 
 
 def adam_one_minus_beta(obs):
@@ -31,7 +50,8 @@ def adam_one_minus_beta(obs):
     return []
   return ["Adam's 1 - beta: TF1's ApplyAdam kernel computes 1 - beta_1 and "
           "1 - beta_2 in float32 (1 - 0.999 = 0.00099998713), Keras in Python floats "
-          f"and then rounds (0.001): at step 0, {len(fits)} moment(s) differ with "
+          f"and then rounds (0.001): at step 0, {len(fits)} moment slot(s) (m, v of a "
+          "variable) differ with "
           f"the same gradients, by up to {max(r.diff.max_rel for r in fits):.2g} "
           "relative here"]
 
