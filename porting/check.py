@@ -71,6 +71,13 @@ class Report:
     if "recorded" in self.tf1.facts:
       where += f"  TF1 side recorded on: {self.tf1.facts['recorded']}\n"
     where += "".join(f"  not compared: {line}\n" for line in self.unread)
+    apart = self.tf2.facts.get("replicas_apart", {})
+    if apart:
+      names = ", ".join(f"{n} (up to {d:.3g})" for n, d in list(apart.items())[:3])
+      where += (f"  replicas apart: {len(apart)} TF2 variable(s) hold other values on other "
+                f"replicas than on replica 0 after the last step: {names}"
+                f"{', ...' if len(apart) > 3 else ''}; replica 0's are compared (the "
+                "checkpoint saves them), a read on another replica sees its own\n")
     text = report.text(self.rows, self.tolerance, self.learning_rates, self.hints, title)
     head, _, body = text.partition("\n")
     return f"{head}\n{where}{body}\n{verdict}"
@@ -163,6 +170,7 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
       trace2.steps.append(_kept(b, s))
       del a, b
     trace2.facts.update(tf2.facts())
+    trace2.facts["replicas_apart"] = tf2.apart()
     if start is not None:
       layer_probes.probe_both(towers, tf2, pairs, start, first, trace1, trace2)
       del start

@@ -95,6 +95,18 @@ class Replicas:
                              if self.source else {}),
             "random_escaped": self.escaped or []}
 
+  def apart(self):
+    """{variable: max |difference| of another replica's copy from replica 0's} of the
+    variables whose copies the replicas hold apart (moving statistics each replica updates
+    from its own batch); the report compares replica 0's, which the checkpoint saves."""
+    out = {}
+    for v in self.all:
+      copies = [_numpy(c) for c in getattr(_tf_variable(v), "values", ())]
+      spread = max((float(abs(c - copies[0]).max()) for c in copies[1:] if c.size), default=0)
+      if spread:
+        out[variable_name(v)] = spread
+    return out
+
   def values(self):
     return {variable_name(v): _numpy(v) for v in self.all}
 

@@ -135,3 +135,17 @@ def test_tf1_batch_norm_inference_uses_the_moving_statistics():
   np.testing.assert_allclose(layer.moving_mean.numpy(), mean, rtol=1e-6)
   with pytest.raises(porting.PortError, match="update_from must be one of"):
     porting.TF1BatchNorm(update_from="all_towers")
+
+
+def test_replica_copies_held_apart_are_said_even_where_replica_0s_match():
+  # TF1 runs tower 0's updates; the port updates each replica from its own batch: replica 0's
+  # copy (compared, saved) is tower 0's, replica 1's is another.
+  report = porting.compare(m.port(update_from="own_replica"), m.batches(2), replicas=2,
+                           steps=1)
+  assert report.equal
+  apart = report.tf2.facts["replicas_apart"]
+  assert {"net/bn/moving_mean", "net/bn/moving_variance"} <= set(apart)
+  assert "  replicas apart: " in report.text()
+  lockstep = porting.compare(m.port(update_from="first_tower"), m.batches(2), replicas=2,
+                             steps=1)
+  assert lockstep.equal and lockstep.tf2.facts["replicas_apart"] == {}
