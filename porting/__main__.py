@@ -3,15 +3,19 @@ r"""The porting kit's command line: compare a port, or convert its checkpoints.
   python -m porting compare --port=tests.bn_momentum_port:port \
       --batches=tests.bn_momentum_port:batches --replicas=2 --steps=3 \
       [--start_from=/runs/tf1/model.ckpt-30000]
-  python -m porting record --port=... --batches=... --replicas=2 --steps=3 RECORD_DIR
+  python -m porting record --port=... --batches=... --replicas=2 --steps=3 \
+      RECORD_DIR
   python -m porting compare --port=... --record=RECORD_DIR [--steps=3]
-  python -m porting tf1_to_tf2 --port=... --batches=... TF1_CHECKPOINT TF2_PREFIX
-  python -m porting tf2_to_tf1 --port=... --batches=... TF2_CHECKPOINT TF1_PREFIX
+  python -m porting tf1_to_tf2 --port=... --batches=... \
+      TF1_CHECKPOINT TF2_PREFIX
+  python -m porting tf2_to_tf1 --port=... --batches=... \
+      TF2_CHECKPOINT TF1_PREFIX [--tf1_checkpoint=TF1_CHECKPOINT]
 
---port names `module:attribute`, a porting.Port or a function returning one; --batches a
-function called with the number of replicas that returns the global batches (a list of
-(images, labels)), or a function step -> batch. `compare` prints the report and exits 0 when
-the port is equal within --tolerance, 1 when it is not; every failure is one line, exit 2.
+--port names `module:attribute`, a porting.Port or a function returning one;
+--batches a function called with the number of replicas that returns the global
+batches (a list of (images, labels)), or a function step -> batch. `compare`
+prints the report and exits 0 when the port is equal within --tolerance, 1 when
+it is not; every failure is one line, exit 2.
 """
 
 import importlib
@@ -181,11 +185,31 @@ def _where(error, did=None):
   return f"the port raised {name}{at}: {message}"
 
 
+HELP = {"-h", "-?", "--help", "--helpshort", "--helpfull"}
+
+
+def usage(width=80):
+  """The commands (this module's docstring) and each flag with its default, wrapped to
+  `width` columns."""
+  import textwrap  # pylint: disable=g-import-not-at-top
+  lines = [__doc__.strip(), "", "Flags:"]
+  names = flags.FlagValues()
+  define_flags(names)  # this command's own flags, in the order they are declared
+  for flag in (flags.FLAGS[name] for name in names):
+    default = "" if flag.default is None else f" (default: {flag.default})"
+    lines += textwrap.wrap(f"--{flag.name}: {flag.help}{default}", width,
+                           initial_indent="  ", subsequent_indent="      ")
+  return "\n".join(lines)
+
+
 def command_line():
   """`python -m porting`: absl's parsing (--help, --flagfile) and exit statuses of its own
   (the kit imports nothing of the project): 0 EQUAL, 1 NOT EQUAL, and every failure one line
   on stderr, exit 2 (130 on Ctrl-C)."""
   define_flags(flags.FLAGS)
+  if HELP & set(sys.argv[1:]):  # absl's own --help ends with status 1 and knows no -h
+    print(usage())
+    sys.exit(0)
 
   def fail(message, status=2):
     print(f"error: {message}", file=sys.stderr, flush=True)
@@ -195,7 +219,8 @@ def command_line():
     try:
       return flags.FLAGS(argv)
     except flags.Error as e:
-      fail(str(e).removeprefix("ERROR:: "))
+      message = str(e)  # no str.removeprefix: Python 3.7 (TensorFlow 1.15's) runs this too
+      fail(message[len("ERROR:: "):] if message.startswith("ERROR:: ") else message)
     except UnicodeDecodeError:
       fail("a --flagfile is not UTF-8 text: save it as UTF-8, one --flag=value per line")
 

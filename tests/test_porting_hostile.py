@@ -144,3 +144,17 @@ def test_the_kits_own_command_line_exit_statuses(args, status, last):
                           text=True, timeout=120, env=helpers.env(), cwd=helpers.REPO)
   out = (result.stdout if status == 1 else result.stderr).strip().splitlines()
   assert result.returncode == status and out[-1] == last, result.stderr[-1500:]
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h", "--helpfull"])
+def test_help_exits_0_with_the_commands_and_every_flag_within_80_columns(flag):
+  result = subprocess.run([sys.executable, "-m", "porting", flag], env=helpers.env(),
+                          cwd=helpers.REPO, capture_output=True, text=True, timeout=60)
+  # Before: absl's --help ended with status 1, and -h was "Unknown command line flag 'h'".
+  assert result.returncode == 0, result.stderr
+  lines = result.stdout.rstrip("\n").split("\n")
+  assert lines[0] == "The porting kit's command line: compare a port, or convert its checkpoints."
+  assert max(len(line) for line in lines) <= 80
+  for name in ("port", "batches", "replicas", "steps", "start_from", "record", "overwrite",
+               "tf1_checkpoint", "tolerance"):
+    assert any(line.startswith(f"  --{name}: ") for line in lines), name
