@@ -100,3 +100,23 @@ def test_the_raised_fused_epsilon_of_tensorflow_1_says_why_and_what_to_set():
       "batch norm bn: epsilon TF1 1.001e-05, TF2 1e-05 (TensorFlow 1.x's fused batch norm "
       "raises an epsilon below 1.001e-05 to 1.001e-05, so the TF1 side ran with 1.001e-05 "
       "whatever its code says: set the port's epsilon to 1.001e-05)")
+
+
+@pytest.mark.skipif(not TF115, reason="TF115_PYTHON names no Python with TensorFlow 1.15")
+def test_a_tf_contrib_fused_batch_norm_model_recorded_on_1_15_names_the_fused_kernel(tmp_path):
+  folder = str(tmp_path / "record")
+  env = dict(helpers.env(), PYTHONPATH=helpers.REPO)
+  recorded = subprocess.run(
+      [TF115, "-m", "porting", "record", "--port=tests.tf115_contrib_model:port",
+       "--batches=tests.tf115_contrib_model:batches", "--replicas=2", "--steps=2", folder],
+      cwd=helpers.REPO, env=env, capture_output=True, text=True, timeout=300)
+  assert recorded.returncode == 0, recorded.stderr[-2000:]
+  from tests import tf115_contrib_model as contrib  # pylint: disable=g-import-not-at-top
+  report = porting.compare(contrib.port(), record=folder, steps=2)
+  # 1.15 ran the script's epsilon 1e-5 as 1.001e-5 (the port sets that: no refusal); the
+  # dropout drew alike across the versions (the losses 1 ULP apart); the fused kernel's
+  # unbiased variance is the one cause (moving variance 7.8e-4 apart, the rest < 1e-6).
+  (cause,) = report.hints
+  assert cause.startswith("TF1's batch norm is fused"), cause
+  assert all(r.diff.ulps <= 1 for r in report.rows if r.kind == "loss")
+  assert max(r.diff.max_rel for r in report.rows if "moving_variance" not in r.tf1) < 1e-6
