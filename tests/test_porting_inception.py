@@ -27,9 +27,12 @@ def test_the_faithful_port_parts_only_at_the_four_times_used_tensor(replicas):
   # The forward pass the same bits; gradients above the mixed block's input the same bits.
   assert not [r for r in step0 if r.kind in ("loss", "outputs")]
   gradients = [r for r in step0 if r.kind == "gradient"]
+  if not gradients:  # a CPU whose kernels make both sums the same bits: nothing to name
+    assert report.equal and report.hints == [], report.text()
+    return
   assert {r.tf1.split("/")[0] for r in gradients} <= {"conv0", "conv1"}
   worst = max(r.diff.max_rel for r in gradients)
-  assert 0 < worst < 1e-5
+  assert worst < 1e-5
   sums = [h for h in report.hints if h.startswith("gradient sums:")]
   assert len(sums) == 1, report.hints
   assert "TF1's tower 0 uses tower_0/conv1/Relu:0 4 times (AvgPool, Conv2D x3)" in sums[0]

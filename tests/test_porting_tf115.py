@@ -82,12 +82,14 @@ def test_a_side_recorded_on_tensorflow_1_15_compares_here_with_the_version_named
   report = porting.compare(tf115_model.port(), record=folder, steps=2)
   assert "TensorFlow 1.15.5" in report.tf1.facts["recorded"]
   assert ", oneDNN off," in report.tf1.facts["recorded"]  # 1.15's wheel: Eigen kernels
+  # The cause holds only where every difference is of rounding size (its own signature);
+  # the digits are the CPU's kernels' (measured on a 2-core AMD EPYC: losses the same bits,
+  # the rest within 4.1e-07, 2.1e-07 with TF_ENABLE_ONEDNN_OPTS=0 here: MIGRATION.md).
+  if report.equal:  # kernels that round alike across the versions: nothing to name
+    assert report.hints == []
+    return
   (cause,) = report.hints
   assert cause.startswith("the TF1 side was recorded elsewhere: TensorFlow 1.15.5 there")
-  # Measured on a 2-core AMD EPYC: the losses the same bits, gradients and weights within
-  # 4.1e-07 relative (oneDNN on here), 2.1e-07 with TF_ENABLE_ONEDNN_OPTS=0 here.
-  assert all(r.diff.within(0) for r in report.rows if r.kind == "loss")
-  assert max(r.diff.max_rel for r in report.rows) < 1e-5
 
 
 def test_the_raised_fused_epsilon_of_tensorflow_1_says_why_and_what_to_set():
@@ -114,9 +116,24 @@ def test_a_tf_contrib_fused_batch_norm_model_recorded_on_1_15_names_the_fused_ke
   from tests import tf115_contrib_model as contrib  # pylint: disable=g-import-not-at-top
   report = porting.compare(contrib.port(), record=folder, steps=2)
   # 1.15 ran the script's epsilon 1e-5 as 1.001e-5 (the port sets that: no refusal); the
-  # dropout drew alike across the versions (the losses 1 ULP apart); the fused kernel's
-  # unbiased variance is the one cause (moving variance 7.8e-4 apart, the rest < 1e-6).
+  # fused kernel's unbiased variance is the one cause named (its signature: step 0's forward
+  # pass and gradients apart by rounding only, the dropout drawn alike); the measured sizes
+  # (moving variance 7.8e-4, the rest under 1e-6 here) are in MIGRATION.md.
   (cause,) = report.hints
   assert cause.startswith("TF1's batch norm is fused"), cause
-  assert all(r.diff.ulps <= 1 for r in report.rows if r.kind == "loss")
-  assert max(r.diff.max_rel for r in report.rows if "moving_variance" not in r.tf1) < 1e-6
+  moving = [r for r in report.rows if "moving_variance" in r.tf1]
+  assert moving and not all(r.diff.within(0) for r in moving)  # n/(n-1): not rounding
+
+
+def test_on_tensorflow_1_gpus_get_deterministic_kernels_by_its_environment(monkeypatch):
+  # 1.x has no enable_op_determinism (nor TensorFloat-32): TF_DETERMINISTIC_OPS, read when
+  # its kernels are built. The GPU listing is faked at the boundary.
+  from porting import devices  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(devices, "TF1", True)
+  monkeypatch.setattr(devices, "physical_devices",
+                      lambda kind: ["GPU:0", "GPU:1"] if kind == "GPU" else ["CPU:0"])
+  monkeypatch.delenv("TF_DETERMINISTIC_OPS", raising=False)
+  assert devices.replica_devices(2) == ["/gpu:0", "/gpu:1"]
+  assert os.environ["TF_DETERMINISTIC_OPS"] == "1"
+  monkeypatch.setattr(devices, "physical_devices", lambda kind: [] if kind == "GPU" else ["C"])
+  assert devices.replica_devices(3) == ["/cpu:0", "/cpu:1", "/cpu:2"]  # a Session's CPUs

@@ -4,13 +4,13 @@ it to 1.001e-5), `tf.layers.conv2d` / `dense`, `tf.layers.dropout(training=True)
 AdamOptimizer; its Keras 3 port (built lazily: the recording side has no Keras 3). Recorded
 on 1.15 (tests/test_porting_tf115.py), compared here."""
 
-import numpy as np
 import tensorflow as tf
 
 import porting
+# The same shapes, the tower's own loss and the same batches as the plain 1.15 model.
+from tests.tf115_model import CLASSES, FILTERS, SIZE, batches, replica_loss  # pylint: disable=unused-import
 
 v1 = tf.compat.v1
-SIZE, FILTERS, CLASSES, PER_REPLICA = 8, 4, 5, 4
 DECAY, EPSILON, RATE, LEARNING_RATE = 0.9, 1.001e-5, 0.25, 0.01
 
 
@@ -49,13 +49,6 @@ def _net():
   return Net()
 
 
-def replica_loss(model, images, labels, global_batch_size):
-  del global_batch_size
-  logits = model(images, training=True)
-  return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-      labels=labels, logits=logits)), logits
-
-
 def _adam():
   from porting import optimizers  # pylint: disable=g-import-not-at-top  # Keras 3's side
   return optimizers.TF1Adam(LEARNING_RATE)
@@ -66,10 +59,3 @@ def port():
                       tf1_optimizer=lambda step: v1.train.AdamOptimizer(LEARNING_RATE),
                       build_model=_net, replica_loss=replica_loss, tf2_optimizer=_adam,
                       gradient_reduction="mean")
-
-
-def batches(replicas, steps=3, seed=0):
-  rng = np.random.RandomState(seed)
-  n = replicas * PER_REPLICA
-  return [(rng.normal(size=(n, SIZE, SIZE, 3)).astype(np.float32),
-           rng.randint(0, CLASSES, size=n).astype(np.int32)) for _ in range(steps)]
