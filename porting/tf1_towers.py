@@ -26,6 +26,7 @@ from porting.trace import Trace
 
 v1 = tf.compat.v1
 VARIABLE_OPS = ("VarHandleOp", "VariableV2", "Variable")
+GRAPH_SEED = 0
 
 
 def average_gradients(tower_grads):
@@ -45,6 +46,12 @@ class Towers:
     self.graph = tf.Graph()
     n = len(devices)
     with self.graph.as_default():
+      # A graph-level seed: an initializer or draw the team left unseeded (the tutorial's
+      # truncated_normal_initializer(stddev=...)) then draws the same numbers in every run, so
+      # the same port compares or records the same bits each time (without it each run
+      # started from other weights, and a near-tie in a max pool could part the sides in one
+      # run and not the next). A seed the team's code sets in its towers still wins.
+      v1.set_random_seed(GRAPH_SEED)
       # Static shapes, the global batch's: TF1 code reads its batch size from them
       # (`images.get_shape()[0]`, a reshape to [batch, -1]) as it read its fixed-size queues'.
       images = v1.placeholder(example[0].dtype, example[0].shape, "images")

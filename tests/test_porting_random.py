@@ -67,6 +67,32 @@ def test_a_variable_initializer_draws_as_written():
   assert source.drawn == {0: [("uniform", (2,))]}  # the initializer's draw is not counted
 
 
+
+def _unseeded_tower(images, labels):
+  # The tutorial's way: truncated_normal_initializer(stddev=...), no seed anywhere.
+  w = v1.get_variable("w", [4, 3], initializer=v1.truncated_normal_initializer(stddev=0.5))
+  return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=labels, logits=tf.matmul(tf.reshape(images, [-1, 4]), w)))
+
+
+def test_an_unseeded_initializer_starts_every_run_from_the_same_weights():
+  # Each run drew other weights before the kit's graph had a seed of its own: its numbers
+  # (and, at a near-tie, its verdict) changed from run to run, and two records of the same
+  # port differed.
+  from porting import tf1_towers  # pylint: disable=g-import-not-at-top
+  example = (np.ones((2, 2, 2), np.float32), np.zeros(2, np.int32))
+  firsts = []
+  for _ in range(2):
+    towers = tf1_towers.Towers(
+        porting.Port(tower_loss=_unseeded_tower,
+                     tf1_optimizer=lambda step: v1.train.GradientDescentOptimizer(0.1),
+                     build_model=None, replica_loss=None, tf2_optimizer=None),
+        ["/cpu:0"], example, None)
+    firsts.append(towers.sess.run(towers.model_variables[0]))
+    towers.sess.close()
+  np.testing.assert_array_equal(firsts[0], firsts[1])
+  assert firsts[0].std() > 0.1  # drawn, not a constant
+
 @pytest.mark.parametrize("replicas", [1, 2])
 def test_a_dropout_adam_port_is_bit_identical_step_by_step(replicas):
   report = porting.compare(m.port(), m.batches(replicas, steps=4), replicas=replicas, steps=4)
