@@ -22,6 +22,8 @@ from harness.run_folder import write_atomically
 # `model.ckpt-7_temp_<hex>`) and the files written atomically through a temporary name
 # (`checkpoint.tmp<hex>`, `<file>.tempstate<digits>`, `model.ckpt-7.meta.tmp<hex>`).
 _DEBRIS = re.compile(r"(_temp(_[0-9a-f]+)?$|\.tempstate\d*$|\.tmp[0-9a-f]*$)")
+# A checkpoint's own files, by prefix: what a rotation killed midway leaves of the oldest one.
+_PIECE = re.compile(r"^((?:model\.)?ckpt-\d+)\.(?:index|meta|data-\d{5}-of-\d{5})$")
 
 def has_checkpoint(train_dir):
   """Whether train_dir holds anything of a checkpoint (an index, a prefix's files)."""
@@ -74,6 +76,28 @@ def _remove_debris(train_dir):
                  train_dir, ", ".join(sorted(removed)))
 
 
+def _remove_pieces(train_dir):
+  """Removes the files of every checkpoint that is not complete. A v1 Saver deletes the oldest
+  checkpoint file by file (its .meta, its .index, then its data): a kill inside that leaves
+  the data with no index, which nothing can restore and no later rotation deletes (it lists
+  only what has an index). A save writes its index last, so a newer piece is no checkpoint
+  either."""
+  pieces = {}
+  for name in tf.io.gfile.listdir(train_dir):
+    match = _PIECE.match(name.rstrip("/"))
+    if match:
+      pieces.setdefault(match[1], []).append(name.rstrip("/"))
+  removed = []
+  for prefix, names in sorted(pieces.items()):
+    if not checkpoints.is_complete(os.path.join(train_dir, prefix)):
+      for name in names:
+        remove(os.path.join(train_dir, name))
+      removed += names
+  if removed:
+    logging.warning("Removed %d file(s) of checkpoints a killed save or rotation left "
+                    "incomplete in %s: %s", len(removed), train_dir, ", ".join(sorted(removed)))
+
+
 def recover(train_dir, repair=True, max_to_keep=None):
   """The newest complete checkpoint of train_dir (or None) and the complete ones to keep
   counting against --max_checkpoints_to_keep, oldest first. Run before a trainer resumes.
@@ -82,7 +106,8 @@ def recover(train_dir, repair=True, max_to_keep=None):
   checkpoint whose files are gone, or is older than a complete checkpoint on disk (a save
   interrupted between its data and the index), the files are scanned and the index is
   rewritten, with a log line naming what was taken. Paths in it become relative. Debris of
-  interrupted saves is removed, and so are the checkpoints a save's rotation should have
+  interrupted saves is removed, and so are the files of incomplete checkpoints (a rotation
+  killed midway) and the checkpoints a save's rotation should have
   deleted (`max_to_keep`; see _rotate). With repair=False (a process that only reads
   train_dir) the folder is left as it is.
   """
@@ -90,6 +115,7 @@ def recover(train_dir, repair=True, max_to_keep=None):
     return None, []
   if repair:
     _remove_debris(train_dir)
+    _remove_pieces(train_dir)
   complete = [p for _, p in checkpoints.steps(train_dir) if checkpoints.is_complete(p)]
   complete = _readable_from_newest(complete, repair)
   newest, listed = _indexed(train_dir)

@@ -138,9 +138,9 @@ def tf1_to_tf2(port, tf1_checkpoint, tf2_prefix, example, overwrite=False):
     tf2.assign_averages({to2[a]: v for a, v in averages_of(
         tf1_checkpoint, sides.towers, sides.pairs).items()})
     checkpoint = _tf2_checkpoint(tf2)
-    path = outputs.written(tf2_prefix, checkpoint.write, overwrite)
-    conversion_checks.read_back(checkpoint, path, _targets(sides))
-    return path
+    # Read back before it replaces anything at tf2_prefix.
+    return outputs.written(tf2_prefix, checkpoint.write, overwrite, check=lambda written: (
+        conversion_checks.read_back(checkpoint, written, _targets(sides))))
   finally:
     sides.close()
 
@@ -193,9 +193,9 @@ def tf2_to_tf1(port, tf2_checkpoint, tf1_prefix, example, overwrite=False,
       value = np.asarray(slot.numpy(), np.float32)
       values[slot_name] = value / factor(lr) if factor else value
     towers.assign(values)
-    path = outputs.written(tf1_prefix, towers.save, overwrite)
-    conversion_checks.tf1_read_back(tf.train.load_checkpoint(path), towers.values())
-    return path
+    return outputs.written(tf1_prefix, towers.save, overwrite, check=lambda written: (
+        conversion_checks.tf1_read_back(
+        tf.compat.v1.train.NewCheckpointReader(written), towers.values())))
   finally:
     sides.close()
 

@@ -1,18 +1,20 @@
 """Where a conversion writes its checkpoint: never through a planted link, never over what is
 there unless asked, never half.
 
-`written(prefix, write, overwrite)` refuses a symbolic link at the prefix's folder or at any
-of its files (TensorFlow's writers follow links: the file a link names would be overwritten)
-and an existing checkpoint at `prefix` unless `overwrite`; it has `write(temporary prefix)`
-write the checkpoint under a fresh name beside it and renames its files to `prefix` only once
-it is whole, so a failed or killed conversion leaves no `prefix` files (and the team's own
-checkpoint, where it is overwritten, stays whole until the new one is). Nothing touches the
+`written(prefix, write, overwrite, check)` refuses a symbolic link at the prefix's folder or
+at any of its files (TensorFlow's writers follow links: the file a link names would be
+overwritten) and an existing checkpoint at `prefix` unless `overwrite`; it has `write(temporary
+prefix)` write the checkpoint under a fresh name beside it and `check` read it back, and
+replaces `prefix` only once it is whole: the team's own checkpoint, where it is overwritten,
+is whole until the new one is, then absent (no .index), then the new one whole, whatever stops
+the conversion, and the next conversion to `prefix` finishes a replacement stopped midway. Nothing touches the
 folder's `checkpoint` index: the converted checkpoint is restored by its path, and the team's
 own latest checkpoint stays its latest. Every file goes through tf.io.gfile.
 """
 
 import os
 import posixpath
+import sys
 import uuid
 
 import tensorflow as tf
@@ -46,31 +48,98 @@ def _refuse_links(prefix):
                     "follow links, and the file it names would be overwritten); remove it")
 
 
-def written(prefix, write, overwrite=False):
-  """Writes a checkpoint at `prefix` through `write(temporary prefix)`; returns `prefix`."""
+class Ops:
+  """The filesystem steps of a replacement, one method each: tests stop one at every step as
+  a kill would (tests/test_porting_outputs.py)."""
+
+  rename = staticmethod(lambda a, b: tf.io.gfile.rename(a, b, overwrite=True))
+  remove = staticmethod(tf.io.gfile.remove)
+  mark = staticmethod(lambda path: _mark(path))
+
+
+def _mark(path):
+  with tf.io.gfile.GFile(path, "w") as f:
+    f.write("whole\n")  # not empty: GFile makes its file at the first write
+
+
+OPS = Ops()
+
+
+def written(prefix, write, overwrite=False, check=None):
+  """Writes a checkpoint at `prefix` through `write(temporary prefix)`, has `check(temporary
+  prefix)` read it back, and only then replaces `prefix` with it; returns `prefix`.
+
+  Once the new checkpoint is whole and checked, a marker (`.<name>.tmp-<tag>.whole`) says so,
+  and `_finish` takes the replacement to its end from any point: the old `.index` goes first
+  (a Saver then finds no checkpoint there, never new data under the old index), then its data,
+  then the new files move in, the `.index` last. At every instant `prefix` is the old
+  checkpoint whole, none, or the new one whole; a conversion stopped midway is finished by the
+  next one that writes to `prefix` (`recover`)."""
   prefix = prefix.rstrip("/")
   _refuse_links(prefix)
+  recover(prefix)
   existing = _files(prefix)
   if existing and not overwrite:
     raise PortError(f"a checkpoint is already at {prefix} ({posixpath.basename(existing[0])}):"
                     " give another prefix, or --overwrite to replace it")
   folder = posixpath.dirname(prefix)
   temporary = posixpath.join(folder, f".{posixpath.basename(prefix)}.tmp-{uuid.uuid4().hex}")
+  committed = False
   try:
     if folder:
       tf.io.gfile.makedirs(folder)
     write(temporary)
-    made = [prefix + path[len(temporary):] for path in _files(temporary)]
-    for path in _files(temporary):  # each file replaced whole (a rename), the index last
-      if not path.endswith(".index"):
-        tf.io.gfile.rename(path, prefix + path[len(temporary):], overwrite=True)
-    tf.io.gfile.rename(temporary + ".index", prefix + ".index", overwrite=True)
-    for old in existing:  # what the new checkpoint did not replace (another shard count)
-      if old not in made:
-        tf.io.gfile.remove(old)
+    if check is not None:
+      check(temporary)
+    OPS.mark(temporary + ".whole")
+    committed = True
+    _finish(prefix, temporary)
   except tf.errors.OpError as e:
     raise PortError(f"cannot write the checkpoint {prefix}: {str(e).splitlines()[0]}") from None
   finally:
-    for path in _files(temporary):
-      tf.io.gfile.remove(path)
+    if not committed:
+      for path in _files(temporary):
+        OPS.remove(path)
   return prefix
+
+
+def _finish(prefix, temporary):
+  """The marked replacement of `prefix` by `temporary`, from wherever a stop left it. Two
+  phases, each marked: the old checkpoint removed (its .index first), then the new files
+  moved in (the .index last); the second marker keeps a rerun from taking new shards already
+  moved for old ones."""
+  if not tf.io.gfile.exists(temporary + ".moving"):
+    for path in sorted(_files(prefix), key=lambda p: not p.endswith(".index")):
+      OPS.remove(path)
+    OPS.mark(temporary + ".moving")
+  for path in _files(temporary):
+    if not path.endswith(".index"):
+      OPS.rename(path, prefix + path[len(temporary):])
+  if tf.io.gfile.exists(temporary + ".index"):
+    OPS.rename(temporary + ".index", prefix + ".index")
+  for marker in (".whole", ".moving"):
+    if tf.io.gfile.exists(temporary + marker):
+      OPS.remove(temporary + marker)
+
+
+def recover(prefix):
+  """Finishes a replacement of `prefix` a conversion marked and did not end, and removes the
+  files of one stopped before its checkpoint was whole; each said in a line."""
+  folder, base = posixpath.split(prefix)
+  if not tf.io.gfile.isdir(folder or "."):
+    return
+  names = tf.io.gfile.listdir(folder or ".")
+  marked = sorted({n.rsplit(".", 1)[0] for n in names if n.startswith(f".{base}.tmp-")
+                   and n.endswith((".whole", ".moving"))})
+  for name in marked:
+    _finish(prefix, posixpath.join(folder, name))
+    print(f"finished replacing {prefix}: a conversion stopped midway had written the new "
+          "checkpoint whole", file=sys.stderr)
+  left = sorted({n.split(".index")[0].split(".data-")[0] for n in names
+                 if n.startswith(f".{base}.tmp-") and not n.endswith((".whole", ".moving"))}
+                - set(marked))
+  for name in left:
+    for path in _files(posixpath.join(folder, name)):
+      OPS.remove(path)
+    print(f"removed {posixpath.join(folder, name)}.*: a conversion stopped before its "
+          "checkpoint was whole", file=sys.stderr)
