@@ -90,7 +90,10 @@ def written(prefix, write, overwrite=False, check=None):
       tf.io.gfile.makedirs(folder)
     write(temporary)
     if check is not None:
-      check(temporary)
+      try:
+        check(temporary)
+      except PortError as e:  # said of the checkpoint asked for, which is not written
+        raise PortError(str(e).replace(temporary, prefix)) from None
     OPS.mark(temporary + ".whole")
     committed = True
     _finish(prefix, temporary)

@@ -4,6 +4,8 @@ still get there through the optimizer's list of them, a frozen layer's do not) i
 naming the variables, both ways, exit status 2 from the command line. Before, tf1_to_tf2 wrote a
 checkpoint without them and tf2_to_tf1 wrote their initial values back as the run's."""
 
+import os
+
 import keras
 import numpy as np
 import pytest
@@ -78,6 +80,7 @@ def test_tf1_to_tf2_refuses_a_model_whose_layers_it_cannot_write(tmp_path):
   assert str(error.value).startswith(f"the TF2 checkpoint {tmp_path}/tf2/ckpt")
   assert "was written without net/dense0/kernel: tf.train.Checkpoint " \
          "does not reach them from the model" in str(error.value)
+  assert os.listdir(tmp_path / "tf2") == []  # read back before anything is put there
   result = helpers.call("porting.__main__", "tf1_to_tf2",
                         "--port=tests.test_porting_conversion_checks:port",
                         "--batches=tests.test_porting_conversion_checks:batches", tf1,
