@@ -1,5 +1,5 @@
-"""Where a conversion writes its checkpoint: never through a planted link, never over what is
-there unless asked, never half.
+"""Where the kit writes: a conversion's checkpoint, a record's folder; never through a planted
+link, never over what is there unless asked, never half.
 
 `written(prefix, write, overwrite, check)` refuses a symbolic link at the prefix's folder or
 at any of its files (TensorFlow's writers follow links: the file a link names would be
@@ -12,8 +12,10 @@ folder's `checkpoint` index: the converted checkpoint is restored by its path, a
 own latest checkpoint stays its latest. Every file goes through tf.io.gfile.
 """
 
+import contextlib
 import os
 import posixpath
+import re
 import sys
 import uuid
 
@@ -146,3 +148,70 @@ def recover(prefix):
       OPS.remove(path)
     print(f"removed {posixpath.join(folder, name)}.*: a conversion stopped before its "
           "checkpoint was whole", file=sys.stderr)
+
+
+# Record folders (porting.record): the files of a record but its header.
+_RECORD_PIECES = r"start\.npz|regularization\.npz|step-\d+\.npz"
+
+
+@contextlib.contextmanager
+def writing(path):
+  """A write the filesystem refuses (read-only, full, a file in the way) as one PortError
+  naming `path`, the output asked for: never "the port raised"."""
+  try:
+    yield
+  except (tf.errors.OpError, OSError) as e:
+    raise PortError(f"cannot write {path}: "
+                    f"{(str(e).splitlines() or [type(e).__name__])[0]}") from None
+
+
+def _split(path):
+  """(parent, name) of `path`, the parent ending in "/" (or empty): `ram://x`'s is `ram://`,
+  where posixpath's would be `ram:`."""
+  cut = path.rfind("/") + 1
+  return path[:cut], path[cut:]
+
+
+def temporary_folder(path):
+  parent, name = _split(path)
+  return f"{parent}.{name}.tmp-{uuid.uuid4().hex[:12]}"
+
+
+def record_target(path, header):
+  """A PortError unless `path` can become a record folder: absent, or an empty folder. What a
+  recording stopped midway left is removed first (its temporary folder beside `path`; files
+  moved into `path` without their `header`), each said in a line."""
+  parent, name = _split(path)
+  with writing(path):
+    if tf.io.gfile.isdir(parent or "."):
+      for left in tf.io.gfile.listdir(parent or "."):
+        if re.fullmatch(rf"\.{re.escape(name)}\.tmp-[0-9a-f]{{12}}/?", left):
+          tf.io.gfile.rmtree(parent + left.rstrip("/"))
+          print(f"removed {parent}{left.rstrip('/')}: left by a recording stopped midway",
+                file=sys.stderr)
+    if not tf.io.gfile.exists(path):
+      return
+    if not tf.io.gfile.isdir(path):
+      raise PortError(f"the record folder {path} is a file: give a folder")
+    names = [n.rstrip("/") for n in tf.io.gfile.listdir(path)]
+    if names and header not in names and all(re.fullmatch(_RECORD_PIECES, n) for n in names):
+      for n in names:
+        tf.io.gfile.remove(posixpath.join(path, n))
+      print(f"removed the files a recording stopped midway had moved into {path} (no "
+            f"{header})", file=sys.stderr)
+    elif names:
+      raise PortError(f"the record folder {path} is not empty: give a new one")
+
+
+def move_folder(folder, target, last):
+  """`folder` renamed to `target` (absent or an empty folder): one rename on a local disk;
+  elsewhere file by file, `last` last, so `target` is whole once `last` is there."""
+  if _local(target):
+    if os.path.isdir(target):
+      os.rmdir(target)
+    os.rename(folder, target)
+    return
+  tf.io.gfile.makedirs(target)
+  for name in sorted(tf.io.gfile.listdir(folder), key=lambda n: n == last):
+    tf.io.gfile.rename(posixpath.join(folder, name), posixpath.join(target, name),
+                       overwrite=True)

@@ -14,7 +14,9 @@ weights and feeds it the recorded batches.
 
 A record folder: `record.json` (written last: a folder without it is no record), `start.npz`
 (the weights), `regularization.npz` and `step-<s>.npz`, every file through tf.io.gfile (any
-filesystem TensorFlow knows).
+filesystem TensorFlow knows). It is written whole under a temporary name beside the folder
+and renamed to it at the end (porting.outputs); a recording stopped midway leaves no record,
+and the same command run again removes what it left.
 """
 
 import io
@@ -30,6 +32,7 @@ from porting import devices as replica_devices
 from porting import hyperparameters
 from porting import layer_settings
 from porting import machine
+from porting import outputs
 from porting import spec
 from porting import tf1_towers
 from porting.errors import PortError
@@ -70,35 +73,40 @@ def write(port, batches, path, *, replicas=2, steps=3):
   if "://" not in path and os.path.islink(path.rstrip("/")):  # a writer would follow it
     raise PortError(f"a symbolic link is planted at {path}: refused (the record's files would "
                     "be written where it points); give a real folder")
-  if tf.io.gfile.exists(path) and tf.io.gfile.listdir(path):
-    raise PortError(f"the record folder {path} is not empty: give a new one")
+  path = path.rstrip("/")
+  outputs.record_target(path, HEADER)
   batch = spec.batch_source(batches, steps)
   devices = replica_devices.replica_devices(replicas)
   first = spec.checked_batch(batch(0), 0, replicas)
   towers = tf1_towers.Towers(port, devices, first, replica_devices.session_config(devices))
+  # Written whole under a temporary name, then renamed to `final`.
+  final, path = path, outputs.temporary_folder(path)
   try:
-    tf.io.gfile.makedirs(path)
+    with outputs.writing(final):
+      tf.io.gfile.makedirs(path)
     values = towers.values()
     settings = towers.settings()
-    _save(posixpath.join(path, "start.npz"),
-          _prefixed("weight", {n: values[n] for n, _ in towers.variables()}))
-    del values
-    # Apart from the weights: compare reads it before the step, the weights once.
-    _save(posixpath.join(path, "regularization.npz"),
-          _prefixed("regularization", settings.regularization or {}))
+    with outputs.writing(final):
+      _save(posixpath.join(path, "start.npz"),
+            _prefixed("weight", {n: values[n] for n, _ in towers.variables()}))
+      del values
+      # Apart from the weights: compare reads it before the step, the weights once.
+      _save(posixpath.join(path, "regularization.npz"),
+            _prefixed("regularization", settings.regularization or {}))
     rates = []
     for s in range(steps):
       images, labels = first if s == 0 else spec.checked_batch(batch(s), s, replicas)
       step = towers.step(images, labels)
       rates.append(step.learning_rate)
-      _save(posixpath.join(path, f"step-{s}.npz"), {
-          "images": images, "labels": labels,
-          **_prefixed("loss", dict(enumerate(step.losses))),
-          **_prefixed("outputs", {i: o for i, o in enumerate(step.outputs) if o is not None}),
-          **_prefixed("gradient", step.gradients), **_prefixed("weight", dict(step.weights)),
-          **_prefixed("slot", {f"{v}:{kind}": x for (v, kind), x in step.slots.items()}),
-          **_prefixed("average", step.averages),
-          **_prefixed("regularization", step.regularization or {})})
+      with outputs.writing(final):
+        _save(posixpath.join(path, f"step-{s}.npz"), {
+            "images": images, "labels": labels,
+            **_prefixed("loss", dict(enumerate(step.losses))),
+            **_prefixed("outputs", {i: o for i, o in enumerate(step.outputs) if o is not None}),
+            **_prefixed("gradient", step.gradients), **_prefixed("weight", dict(step.weights)),
+            **_prefixed("slot", {f"{v}:{kind}": x for (v, kind), x in step.slots.items()}),
+            **_prefixed("average", step.averages),
+            **_prefixed("regularization", step.regularization or {})})
     header = {
         "format": FORMAT, "replicas": replicas, "steps": steps, "learning_rates": rates,
         "variables": towers.variables(), "trainable": towers.trainable,
@@ -114,11 +122,18 @@ def write(port, batches, path, *, replicas=2, steps=3):
                      "roles": settings.roles,
                      "batch_norm": [vars(b) for b in settings.batch_norm],
                      "regularized": settings.regularization is not None}}
-    with tf.io.gfile.GFile(posixpath.join(path, HEADER), "w") as f:
-      f.write(json.dumps(header, indent=1))
-    return posixpath.join(path, HEADER)
+    with outputs.writing(final):
+      with tf.io.gfile.GFile(posixpath.join(path, HEADER), "w") as f:
+        f.write(json.dumps(header, indent=1))
+      outputs.move_folder(path, final, last=HEADER)
+    return posixpath.join(final, HEADER)
   finally:
     towers.close()
+    try:
+      if tf.io.gfile.exists(path):  # stopped by an error: nothing of it stays
+        tf.io.gfile.rmtree(path)
+    except tf.errors.NotFoundError:
+      pass  # ram:// answers `exists` for a renamed folder's old name, which holds nothing
 
 
 class Recorded:

@@ -114,3 +114,36 @@ def test_a_link_planted_as_the_record_folder_is_refused(tmp_path):
   assert str(raised.value).startswith(f"a symbolic link is planted at {tmp_path / 'record'}: "
                                       "refused")
   assert not list(elsewhere.iterdir())
+
+
+def test_a_recording_stopped_midway_leaves_no_record_and_the_rerun_works(tmp_path, capsys):
+  # Before: the files were written in place; a kill left a partial folder, and the same
+  # command then refused it ("is not empty") until the user deleted it.
+  path = str(tmp_path / "record")
+  (tmp_path / ".record.tmp-0123456789ab").mkdir()  # killed while writing
+  (tmp_path / ".record.tmp-0123456789ab" / "start.npz").write_bytes(b"half")
+  os.mkdir(path)  # killed while moving it file by file (object storage): no record.json yet
+  (tmp_path / "record" / "start.npz").write_bytes(b"moved")
+  (tmp_path / "record" / "step-0.npz").write_bytes(b"moved")
+  assert record.write(drop.port(), drop.batches(1), path, replicas=1, steps=1) == (
+      f"{path}/record.json")
+  assert sorted(os.listdir(tmp_path)) == ["record"]
+  assert sorted(os.listdir(path)) == ["record.json", "regularization.npz", "start.npz",
+                                      "step-0.npz"]
+  said = capsys.readouterr().err
+  assert f"removed {tmp_path}/.record.tmp-0123456789ab: left by a recording stopped" in said
+  assert f"had moved into {path} (no record.json)" in said
+  assert porting.compare(drop.port(), record=path, steps=1).equal
+
+
+def test_a_record_that_cannot_be_written_is_the_kits_line_naming_the_folder(tmp_path):
+  (tmp_path / "file").write_text("")
+  for path, expected in (
+      (str(tmp_path / "file"), f"the record folder {tmp_path}/file is a file: give a folder"),
+      (str(tmp_path / "file" / "record"), f"cannot write {tmp_path}/file/record: ")):
+    result = helpers.call("porting.__main__", "--port=tests.dropout_adam_port:port",
+                          "--batches=tests.dropout_adam_port:batches", "--replicas=1",
+                          "--steps=1", "record", path)
+    line = helpers.check_one_line(result, expected)
+    assert "the port raised" not in line
+  assert sorted(os.listdir(tmp_path)) == ["file"]
