@@ -15,13 +15,13 @@ and the cores it takes to feed a GPU at --target examples/sec (BENCHMARKS.md).
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
 from absl import flags
 
+from benchmarks import children
 from cifar10.errors import UsageError
 from harness import cli
 from harness import flag_ranges
@@ -94,7 +94,7 @@ def main(values):
     args = [sys.executable, "-m", "benchmarks.input_pipeline", f"--child_threads={threads}",
             f"--batch_size={values.batch_size}", f"--examples={values.examples}",
             f"--warmup_examples={values.warmup_examples}"]
-    out = subprocess.run(args, capture_output=True, text=True, check=False)
+    out = children.run(args)
     if out.returncode:
       last = (out.stderr.strip().splitlines() or ["no output"])[-1]
       raise UsageError(f"the {threads}-thread measurement failed: {last}")

@@ -16,12 +16,12 @@ the training steps and of the report's differences.
 
 import json
 import resource
-import subprocess
 import sys
 import time
 
 from absl import flags
 
+from benchmarks import children
 from cifar10.errors import UsageError
 from harness import cli
 from harness import flag_ranges
@@ -161,10 +161,9 @@ def main(values, args):
         f"{'steps s':>8} {'report s':>9}  verdict")
   for hidden in sizes:
     for kind in kinds:
-      child = subprocess.run(
+      child = children.run(
           [sys.executable, "-m", "benchmarks.porting_scale", f"--child_hidden={hidden}",
-           f"--child_optimizer={kind}", f"--steps={values.steps}"],
-          capture_output=True, text=True, check=False)
+           f"--child_optimizer={kind}", f"--steps={values.steps}"])
       if child.returncode:
         lines = child.stderr.strip().splitlines() or ["no output"]
         raise UsageError(f"the comparison of {hidden} units failed: {lines[-1]}")

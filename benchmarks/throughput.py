@@ -24,11 +24,11 @@ cores.
 import json
 import os
 import statistics
-import subprocess
 import sys
 
 from absl import flags
 
+from benchmarks import children
 from cifar10 import config
 from cifar10.errors import UsageError
 from harness import cli
@@ -105,7 +105,7 @@ def _run_child(spec, values):
           f"--intra_op_threads={values.intra_op_threads}",
           "--deterministic" if values.deterministic else "--nodeterministic"]
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
-  out = subprocess.run(args, capture_output=True, text=True, env=env, check=False)
+  out = children.run(args, env=env)
   if out.returncode:
     last = (out.stderr.strip().splitlines() or ["no output"])[-1]
     raise UsageError(f"{spec} failed: {last}")

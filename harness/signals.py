@@ -53,6 +53,11 @@ def stop_on_signals(on_request=None):
       raise KeyboardInterrupt  # a second request, from a user: quit now
     if not request:
       request.signal = signal.Signals(signum).name
+      # From the first request on, SIGTERM is ignored by the OS, not by a Python handler:
+      # Python sets its handlers back to the default as it finalizes, and TensorFlow's
+      # teardown after that took long enough for a repeated SIGTERM to end the process by
+      # the signal (-15) instead of --preemption_exit_code. An ignored signal stays ignored.
+      signal.signal(signal.SIGTERM, signal.SIG_IGN)
       if signum == signal.SIGINT:
         print("Ctrl-C: finishing this step and saving a checkpoint (Ctrl-C again to quit at "
               "once)", file=sys.stderr, flush=True)

@@ -86,6 +86,9 @@ def main(values, args):
   if not args or args[0] not in COMMANDS:
     raise PortError(f"give a command: {', '.join(COMMANDS)}")
   command, paths = args[0], args[1:]
+  if command == "compare" and paths:  # a typo'd flag would be a silent no-op
+    raise PortError(f"compare takes no path (got {' '.join(paths)}): its inputs are flags "
+                    "(--port, --batches, --record, --start_from)")
   if command == "record" and len(paths) != 1:
     raise PortError("record takes one path: the folder to record the TF1 side in")
   if command in ("tf1_to_tf2", "tf2_to_tf1") and len(paths) != 2:
@@ -98,6 +101,21 @@ def main(values, args):
       raise PortError(f"{what}={path}: {why}" if what.startswith("--") else
                       f"{what} {path}: {why}")
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  # TensorFlow's Python log is not the kit's screen (the report and one line are): its
+  # per-variable "Reduce to /cpu:0" INFO lines after the report, the "Error reported to
+  # Coordinator" traceback before the kit's line for a replica loss that raises, the
+  # saver's absl lines. Set back after a run in this process; left quiet after a failure.
+  loggers = {name: logging.getLogger(name).level for name in ("tensorflow", "absl")}
+  logging.getLogger("tensorflow").setLevel(logging.CRITICAL)
+  logging.getLogger("absl").setLevel(logging.ERROR)
+  result = _run(values, command, paths)
+  for name, level in loggers.items():  # not on a failure: that leaves it quiet at exit
+    logging.getLogger(name).setLevel(level)
+  return result
+
+
+def _run(values, command, paths):
+  """The command, its failures as one PortError line."""
   import porting  # pylint: disable=g-import-not-at-top  # imports TensorFlow
   try:
     porting.replica_devices(values.replicas if command == "compare" else 1)

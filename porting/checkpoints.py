@@ -123,7 +123,15 @@ def _read_tf1(path, names):
   if missing:
     raise PortError(f"the TF1 checkpoint {path} lacks {', '.join(missing)} (it holds "
                     f"{len(have)} tensors; is it this model's?)")
-  return {n: reader.get_tensor(n) for n in names}
+  values = {}
+  for n in names:
+    try:
+      values[n] = reader.get_tensor(n)
+    # A data file cut (IndexError: "Read less bytes than requested"), missing or overwritten.
+    except Exception as e:  # pylint: disable=broad-except  # each is the checkpoint's
+      raise PortError(f"the TF1 checkpoint {path} does not read back whole: {n}: "
+                      f"{str(e).splitlines()[0][:200]}") from None
+  return values
 
 
 def tf1_to_tf2(port, tf1_checkpoint, tf2_prefix, example, overwrite=False):

@@ -136,6 +136,33 @@ def write(port, batches, path, *, replicas=2, steps=3):
       pass  # ram:// answers `exists` for a renamed folder's old name, which holds nothing
 
 
+def _damage(header):
+  """What is wrong with a record.json's contents (None: nothing): every field `Recorded`
+  reads, of the type it reads, the learning rates one a step."""
+  if not isinstance(header, dict):
+    return f"a JSON {type(header).__name__}, not an object"
+  kinds = {"format": int, "replicas": int, "steps": int, "learning_rates": list,
+           "variables": list, "trainable": list, "optimizer_class": str, "optimizer": dict,
+           "slot_kinds": list, "facts": dict, "machine": str, "settings": dict}
+  for key, kind in kinds.items():
+    if not isinstance(header.get(key), kind):
+      return f"{key} is {'missing' if key not in header else type(header[key]).__name__}"
+  if header["steps"] < 1 or header["replicas"] < 1:
+    return f"{header['steps']} steps of {header['replicas']} replicas"
+  if len(header["learning_rates"]) != header["steps"] or not all(
+      isinstance(r, (int, float)) for r in header["learning_rates"]):
+    return (f"{len(header['learning_rates'])} learning rate(s) for {header['steps']} "
+            "step(s)")
+  if not all(isinstance(v, list) and len(v) == 2 and isinstance(v[0], str)
+             and isinstance(v[1], list) for v in header["variables"]):
+    return "variables are not [name, shape] pairs"
+  settings = header["settings"]
+  for key in ("dropout", "batch_norm", "moving", "regularized"):
+    if key not in settings:
+      return f"settings lack {key}"
+  return None
+
+
 class Recorded:
   """A record folder as the TF1 side of compare(): Towers' interface, replayed."""
 
@@ -145,14 +172,18 @@ class Recorded:
     if not tf.io.gfile.exists(header_path):
       raise PortError(f"{path} holds no record ({HEADER} is missing: written last, so the "
                       "recording did not finish)")
-    with tf.io.gfile.GFile(header_path) as f:
-      try:
+    try:
+      with tf.io.gfile.GFile(header_path) as f:
         self.header = header = json.loads(f.read())
-      except ValueError as e:
-        raise PortError(f"the record's {header_path} is damaged ({e})") from None
-    if header.get("format") != FORMAT:
+    except (ValueError, tf.errors.OpError) as e:
+      raise PortError(f"the record's {header_path} is damaged ("
+                      f"{str(e).splitlines()[0][:200]})") from None
+    if isinstance(header, dict) and header.get("format") not in (None, FORMAT):
       raise PortError(f"the record {path} is of format {header.get('format')!r}; this kit "
                       f"reads format {FORMAT}")
+    why = _damage(header)
+    if why:
+      raise PortError(f"the record's {header_path} is damaged: {why}")
     self.replicas, self.steps = header["replicas"], header["steps"]
     self.trainable = header["trainable"]
     self.optimizer_class = header["optimizer_class"]

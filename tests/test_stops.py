@@ -63,6 +63,43 @@ def test_sigterm_stays_handled_after_the_loop_until_the_process_exits():
     signal.signal(signal.SIGTERM, previous)
 
 
+# After the stop: a global whose finalizer runs after Python has set its signal handlers back
+# to the default, as TensorFlow's teardown does; the parent signals again inside it.
+_EXITING = """
+import os, signal, sys, time
+from harness import signals
+class Slow:
+  def __del__(self):
+    print("finalizing", flush=True)
+    time.sleep(3)
+keep = Slow()
+with signals.stop_on_signals() as request:
+  os.kill(os.getpid(), signal.SIGTERM)
+  while not request:
+    time.sleep(0.01)
+print("stopping", flush=True)
+sys.exit(42)
+"""
+
+
+def test_sigterms_while_the_process_finalizes_keep_the_preemption_exit_code():
+  # Before: -15 (strategies.train with --preemption_exit_code=42, a second SIGTERM as it
+  # exited): Python's finalization had put SIGTERM's default action back.
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  proc = subprocess.Popen([sys.executable, "-c", _EXITING], cwd=helpers.REPO,
+                          env=helpers.env(), stdout=subprocess.PIPE, text=True)
+  try:
+    assert proc.stdout.readline() == "stopping\n"
+    proc.send_signal(signal.SIGTERM)  # while it saves and exits
+    assert proc.stdout.readline() == "finalizing\n"
+    for _ in range(5):  # and inside the finalizer, after the handlers were reset
+      proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 42
+  finally:
+    proc.kill()
+
+
 @pytest.mark.slow
 def test_v1_ps_worker_jobs_save_on_sigterm(tmp_path):
   import re  # pylint: disable=g-import-not-at-top
