@@ -33,3 +33,29 @@ def run(args, **kwargs):
   arm = _die_with(os.getpid()) if sys.platform.startswith("linux") else None
   return subprocess.run(args, capture_output=True, text=True, check=False, preexec_fn=arm,
                         **kwargs)
+
+
+class Progress:
+  """One line on standard error as each of `total` measurements ends: which, how long it
+  took, and the time left at the mean so far (the table on standard output stays the
+  results alone). Before, a run of several children printed nothing for minutes."""
+
+  def __init__(self, total, clock=None):
+    import time  # pylint: disable=g-import-not-at-top
+    self.total, self.done, self.clock = total, 0, clock or time.monotonic
+    self.start = self.clock()
+
+  def ran(self, what, seconds):
+    self.done += 1
+    spent = self.clock() - self.start
+    left = (self.total - self.done) * spent / self.done
+    tail = f"; about {left:.0f} s left" if self.done < self.total else ""
+    print(f"[{self.done}/{self.total}] {what}: {seconds:.0f} s{tail}", file=sys.stderr,
+          flush=True)
+
+  def measured(self, what, call):
+    """`call()`'s result, with its line."""
+    begun = self.clock()
+    result = call()
+    self.ran(what, self.clock() - begun)
+    return result

@@ -159,11 +159,12 @@ def main(values, args):
   kinds = ["tf1adam", "keras_adam"] if values.optimizer == "both" else [values.optimizer]
   print(f"{'params':>12} {'optimizer':>10} {'state MB':>9} {'peak MB':>8} {'x state':>8} "
         f"{'steps s':>8} {'report s':>9}  verdict")
+  progress = children.Progress(len(sizes) * len(kinds))
   for hidden in sizes:
     for kind in kinds:
-      child = children.run(
-          [sys.executable, "-m", "benchmarks.porting_scale", f"--child_hidden={hidden}",
-           f"--child_optimizer={kind}", f"--steps={values.steps}"])
+      child = progress.measured(f"{hidden} units, {kind}", lambda h=hidden, k=kind: children.run(
+          [sys.executable, "-m", "benchmarks.porting_scale", f"--child_hidden={h}",
+           f"--child_optimizer={k}", f"--steps={values.steps}"]))
       if child.returncode:
         lines = child.stderr.strip().splitlines() or ["no output"]
         raise UsageError(f"the comparison of {hidden} units failed: {lines[-1]}")

@@ -174,13 +174,19 @@ def main(values):
   print(f"{'precision':>9} {'N':>2} {'kind':>11} {'ex/s':>9} {'/ v1':>6} {'% peak':>7} "
         f"{'ms/step':>8} {'over bare':>9}")
   rows, bare_ms = [], {}
-  for precision in (p for p in values.precisions if not refused[p]):
+  measured = [p for p in values.precisions if not refused[p]]
+  progress = children.Progress(values.repeats * sum(
+      len([k for k in values.kinds if k != "bare_step" or n == 1]) for n in counts)
+                               * len(measured))
+  for precision in measured:
     for n in counts:
       kinds = [k for k in values.kinds if k != "bare_step" or n == 1]
       rates = {kind: [] for kind in kinds}
       for r in range(values.repeats):  # rotated, so no kind always runs first or last
         for kind in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
-          rates[kind].append(_run_child(f"{kind}:{n}:{precision}", values)["examples_per_sec"])
+          spec = f"{kind}:{n}:{precision}"
+          rates[kind].append(progress.measured(
+              spec, lambda spec=spec: _run_child(spec, values))["examples_per_sec"])
       results = {kind: statistics.median(rates[kind]) for kind in kinds}
       for kind in sorted(kinds, key=lambda k: k != "bare_step"):  # the bare step first
         rate = results[kind]

@@ -145,23 +145,12 @@ def _check_labels(labels, where):
 def load_tfds(data_dir, split, download):
   """tfds `cifar10` as numpy arrays; with no data and no way to download, a UsageError fast."""
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
-  hint = None
-  if download:
-    try:
-      socket.create_connection(DOWNLOAD_PROBE, timeout=5).close()
-    except OSError as e:
-      download = False
-      reason = f"cannot reach {DOWNLOAD_PROBE[0]} to download it ({e.__class__.__name__})"
-      hint = "run once where it can be reached"
-  else:
-    reason, hint = "downloading is off", "run once with network, without --nodownload"
+  unreachable = _unreachable() if download else None
   try:
-    dataset = tfds.load("cifar10", split=split, data_dir=data_dir, download=download,
-                        as_supervised=True)
-  except (AssertionError, OSError, tfds.core.registered.DatasetNotFoundError) as e:
-    where = data_dir or "~/tensorflow_datasets"
-    raise UsageError(f"tfds cifar10 is not in {where} and {reason}: {hint}, pass --data_dir, "
-                     f"or use --dataset=synthetic ({str(e).splitlines()[0][:120]})") from None
+    dataset = tfds.load("cifar10", split=split, data_dir=data_dir,
+                        download=download and not unreachable, as_supervised=True)
+  except (AssertionError, OSError, tfds.core.registered.DatasetNotFoundError):
+    raise UsageError(_not_there(data_dir, download, unreachable)) from None
   # Chunks rather than batch_size=-1, which needs split sizes that tfds mocks do not have.
   chunks = list(tfds.as_numpy(dataset.batch(10000)))
   images = np.concatenate([c[0] for c in chunks])
@@ -197,9 +186,28 @@ def check_available(dataset, split, *, data_dir=None, download=False):
   elif dataset == "cifar10" and not download:
     import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
     if not tfds.builder("cifar10", data_dir=data_dir).is_prepared():
-      raise UsageError(f"tfds cifar10 is not in {data_dir or '~/tensorflow_datasets'} and "
-                       "downloading is off: run once with network, without --nodownload, "
-                       "pass --data_dir, or use --dataset=synthetic")
+      raise UsageError(_not_there(data_dir, download, None))
+
+
+def _unreachable():
+  """Why tfds cannot download CIFAR-10 from here (None: its host answers)."""
+  try:
+    socket.create_connection(DOWNLOAD_PROBE, timeout=5).close()
+    return None
+  except OSError as e:
+    return f"cannot reach {DOWNLOAD_PROBE[0]} to download it ({e.__class__.__name__})"
+
+
+def _not_there(data_dir, download, unreachable):
+  where = data_dir or "~/tensorflow_datasets"
+  if download and unreachable:
+    reason, hint = unreachable, "run once where it can be reached"
+  elif download:
+    reason, hint = "its download failed", "run again with network"
+  else:
+    reason, hint = "downloading is off", "run once with network, without --nodownload"
+  return (f"tfds cifar10 is not in {where} and {reason}: {hint}, pass --data_dir, or use "
+          "--dataset=synthetic")
 
 
 def load_source(dataset, split, *, seed, data_dir=None, download=False):

@@ -17,6 +17,7 @@ from absl import logging
 import tensorflow as tf
 
 from cifar10 import checkpoints
+from cifar10 import model
 from cifar10 import precision
 from compat_v1 import devices as v1_devices
 from compat_v1 import inputs
@@ -24,6 +25,7 @@ from compat_v1 import restore
 from compat_v1.step import build_train_graph
 from compat_v1.step import TrainGraph
 from harness import driver
+from harness import progress
 from harness import run_errors
 
 v1 = tf.compat.v1
@@ -101,8 +103,11 @@ class Backend(driver.Backend):
     # The Session first, so that its ConfigProto makes the devices, as in TF1: tfds's reads
     # and the input's tf.data functions start TensorFlow 2's eager runtime (gpu_runtime).
     self.sess = v1.Session(graph=graph, config=self.session_config)
+    logging.info("Model: the tutorial's CNN, %s parameters", f"{model.NUM_PARAMETERS:,}")
     logging.info("Training %s on %d tower(s) (%s), global batch %d, decay every %d steps",
-                 config.dataset, n, ", ".join(self.devices), config.global_batch_size(n),
+                 config.dataset, n, progress.device_list(
+                     d.rsplit("/device:", 1)[-1].replace("/", "") for d in self.devices),
+                 config.global_batch_size(n),
                  config.steps_between_decays(n))  # before the data's read: it takes seconds
     arrays = self.dataset if self.dataset is not None else inputs.load(config, "train")
     self.built = b = build(config, self.devices, step, arrays, graph)

@@ -20,9 +20,11 @@ def steps_to_next(every, step):
 
 def summarises(step, config, last=None):
   """Whether 0-based `step` writes summaries: every save_summaries_steps steps (a block
-  entered since step `last`, for asynchronous workers), and the run's last step, so that a
-  chart reaches the end of the run (and the evaluation of its final checkpoint)."""
-  return due(config.save_summaries_steps, step, last) or step + 1 == config.max_steps
+  entered since step `last`, for asynchronous workers), as the original's `step % 100 == 0`.
+  Not the run's last step as well: a run stopped at --max_steps=200 and resumed to 400 then
+  charted a point at 199 that the same run uninterrupted has not, and TensorBoard's smoothing
+  parted the two curves from there."""
+  return due(config.save_summaries_steps, step, last)
 
 
 def call_length(step, config, most):
@@ -33,8 +35,7 @@ def call_length(step, config, most):
   per call."""
   if summarises(step, config):
     return 1  # its summaries hold the weights after this step, so it runs alone
-  k = min(most, config.max_steps - 1 - step,  # the last step summarises: a call of its own
-          steps_to_next(config.save_checkpoint_steps, step))
+  k = min(most, config.max_steps - step, steps_to_next(config.save_checkpoint_steps, step))
   for every in (config.log_frequency, config.save_summaries_steps):
     k = min(k, steps_to_next(every, step))  # no multiple of `every` strictly inside the call
   profile = config.profile_steps or ()

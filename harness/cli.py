@@ -202,12 +202,13 @@ def app_run(fv, define_flags, main, takes_args=False):
   def parse(argv):
     # Status 0 (absl's own --help ends with 1, so `cmd --help && ...` would fail).
     asked = _help_asked(argv)
-    if asked == "--helpfull":
-      app.usage(shorthelp=False, writeto_stdout=True, exitcode=0)
-    elif asked:  # grouped by subject (harness.usage)
+    if asked:  # grouped by subject (harness.usage); --helpfull: every module's flags after
       # The module of `main`: __main__ under `python -m`, the binary's own under a console
-      # script (whose __main__ is pip's wrapper, without a docstring).
-      usage.print_help(sys.modules[main.__module__].__doc__, fv, own)
+      # script (whose __main__ is pip's wrapper, without a docstring: absl's --helpfull
+      # printed that and the flags alone).
+      module = sys.modules[main.__module__]
+      name = getattr(getattr(module, "__spec__", None), "name", None) or main.__module__
+      usage.print_help(module.__doc__, fv, own, module=name, full=asked == "--helpfull")
       sys.exit(0)
     try:
       return _parse(fv, argv)

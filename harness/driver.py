@@ -89,6 +89,15 @@ def train(config, backend, *, replicas, global_batch, chief=True,
     backend.close()
 
 
+def trainer_name(backend):
+  """The command whose loop `backend` is, as a user typed it: `strategies.train`,
+  `compat_v1.train`, `examples.keras_fit` (the HParams tab's column that tells them apart)."""
+  module = type(backend).__module__
+  return {"strategies.loop": "strategies.train", "strategies.cluster_loop": "strategies.train",
+          "compat_v1.loop": "compat_v1.train", "compat_v1.cluster_loop": "compat_v1.train",
+          "examples.keras_loop": "examples.keras_fit"}.get(module, module)
+
+
 class Control:
   """One job's control between its first and last step. `call(step)` runs the call that
   starts at `step` through the backend; a backend that owns its iteration (`drive`) calls
@@ -127,15 +136,15 @@ class Control:
     if start < config.max_steps:
       backend.start(start)
       if self.chief:  # after start: a v1 Session makes its devices before the eager runtime
-        self.summaries.settings(start, run_record.read(config.train_dir), config.flagfile)
+        self.summaries.settings(start, run_record.read(config.train_dir), config.flagfile,
+                                trainer=trainer_name(backend))
       self.logger = progress.StepLogger(start, config.max_steps, self.global_batch,
                                         config.log_frequency)
     return start
 
   def summarises(self, step):
     """Whether the step from `step` writes summaries (on the chief): it starts a block of
-    save_summaries_steps steps (asynchronous workers may jump over the block's first), or it
-    is the run's last."""
+    save_summaries_steps steps (asynchronous workers may jump over the block's first)."""
     return self.chief and cadence.summarises(step, self.config, self.last_step)
 
   def call(self, step):
@@ -169,9 +178,9 @@ class Control:
     next_step = out.next_step if out.next_step is not None else step + k
     if self.summarises(step):
       backend.write_summaries(step, out)
-    self._log(next_step - k, lambda: out.loss)  # `step`, unless workers moved it
+    self._log(next_step - k, lambda: out.loss, lambda: out.lr)  # `step`, unless workers moved it
     if k > 1:
-      self._log(next_step - 1, lambda: out.last_loss)
+      self._log(next_step - 1, lambda: out.last_loss, lambda: out.last_lr)
     # A backend that agrees a stop with its peers answers for the job: every process sees the
     # same `stop` at the same step, so all of them take part in a collective save.
     stop = bool(self.stop_requested) if out.stop is None else out.stop
@@ -197,9 +206,9 @@ class Control:
                                self.stop_requested.signal, config.preemption_exit_code)
     return next_step
 
-  def _log(self, step, loss_fn):
+  def _log(self, step, loss_fn, lr_fn):
     """The progress line when due; on the chief, its rates as TensorBoard scalars too."""
-    if self.logger.after_step(step, loss_fn) is None or not self.chief:
+    if self.logger.after_step(step, loss_fn, lr_fn) is None or not self.chief:
       return
     if self.logger.rates:
       self.summaries.rates(step, self.logger.rates)

@@ -144,11 +144,22 @@ def own_train_dir(config, replicas):
   for name in (LOCK_FILE, run_record.RECORD, FLAGS_FILE):
     run_folder.refuse_non_files(os.path.join(config.train_dir, name))
   record = run_record.check(config, replicas)
-  with own(config.train_dir):
-    run_record.write(config.train_dir, record)
-    if config.flagfile:  # the latest command, re-runnable: --flagfile=train_dir/flags.txt
-      run_folder.write_atomically(
-          os.path.join(config.train_dir, FLAGS_FILE),
-          f"# {' '.join(sys.argv)}\n# again: --flagfile=<this file> (later flags win)\n"
-          + config.flagfile)
-    yield
+  new = not tf.io.gfile.isdir(config.train_dir) or not tf.io.gfile.listdir(config.train_dir)
+  try:
+    with own(config.train_dir):
+      run_record.write(config.train_dir, record)
+      if config.flagfile:  # the latest command, re-runnable: --flagfile=train_dir/flags.txt
+        run_folder.write_atomically(
+            os.path.join(config.train_dir, FLAGS_FILE),
+            f"# {' '.join(sys.argv)}\n# again: --flagfile=<this file> (later flags win)\n"
+            + config.flagfile)
+      yield
+  except UsageError:
+    # A start refused before its first step (data that cannot be loaded or downloaded) in a
+    # folder it made leaves no folder: the corrected command is then a new run, not a
+    # restart that meets this one's lock, record and flags.
+    left = {n.rstrip("/") for n in tf.io.gfile.listdir(config.train_dir)} \
+        if new and tf.io.gfile.isdir(config.train_dir) else None
+    if left is not None and left <= {LOCK_FILE, run_record.RECORD, FLAGS_FILE}:
+      run_folder.remove(config.train_dir)
+    raise

@@ -1,11 +1,12 @@
 """The progress lines of both trainers, and the evaluators' result lines.
 
-`step N, loss = X (Y examples/sec; Z sec/batch; ETA h:mm:ss)`, after the time of the
+`step N, loss = X (Y examples/sec; Z sec/batch; lr R; ETA h:mm:ss)`, after the time of the
 binaries' log prefix (harness.cli: `HH:MM:SS `), so that a line fits in 100 columns:
 N is the 0-based index of the step just run (the global step before it), as the original
 numbered it, and a line is printed for N = 0, log_frequency, 2 * log_frequency, ... and for the
-last step. X is that step's loss; examples/sec counts the global batch and sec/batch is one
-global step, averaged since the previous line, as the original's were. The first line of a
+last step. X is that step's loss and R its learning rate; examples/sec counts the global
+batch and sec/batch is one global step, averaged since the previous line, as the original's
+were. The first line of a
 start (re)traces the step: it says how long that took instead of a rate, so no rate a person
 reads includes tracing. The ETA, the steps left to --max_steps at the rate since the first
 line (a steady rate: one slow stretch moves it little), is left out of the first line and of
@@ -33,8 +34,9 @@ class StepLogger:
     # (examples/sec, steps/sec) of the last line, None for the first (it times tracing).
     self.rates = None
 
-  def after_step(self, step, loss_fn):
-    """Logs for 0-based `step` when due; returns the loss value if it was fetched."""
+  def after_step(self, step, loss_fn, lr_fn=None):
+    """Logs for 0-based `step` when due, with the learning rate of that step where `lr_fn`
+    gives one; returns the loss value if it was fetched."""
     last_step = step + 1 == self.max_steps
     # Asynchronous workers see the global step jump: a line is due when `step` enters a new
     # block of log_frequency steps, which in a synchronous run is exactly at the multiples.
@@ -44,19 +46,38 @@ class StepLogger:
     loss = float(loss_fn())  # waits for the device, so the time below is honest
     now = time.time()
     elapsed, steps = now - self.tick, step - self.last
+    lr = lr_fn() if lr_fn is not None else None
+    # Inside the parentheses, after the original's fields: what parsed its lines still does.
+    rate = f"; lr {float(lr):.3g}" if lr is not None else ""
     if self.steady is None:
-      logging.info("step %d, loss = %.2f (first step: %.1f s, tracing included)", step, loss,
-                   elapsed)
+      logging.info("step %d, loss = %.2f (first step: %.1f s, tracing included%s)", step, loss,
+                   elapsed, rate)
       self.steady, self.rates = (now, step), None
     else:
       left = self.max_steps - step - 1
       since, at = self.steady
       eta = "; ETA " + eta_text(left * (now - since) / (step - at)) if left else ""
-      logging.info("step %d, loss = %.2f (%.1f examples/sec; %.3f sec/batch%s)", step, loss,
-                   steps * self.global_batch_size / elapsed, elapsed / steps, eta)
+      logging.info("step %d, loss = %.2f (%.1f examples/sec; %.3f sec/batch%s%s)", step, loss,
+                   steps * self.global_batch_size / elapsed, elapsed / steps, rate, eta)
       self.rates = (steps * self.global_batch_size / elapsed, steps / elapsed)
     self.tick, self.last = time.time(), step
     return loss
+
+
+def device_list(names):
+  """Device names for a line: runs of one kind's consecutive indices as a range
+  (`GPU:0-7`, `CPU:0-1`), so that 8 GPUs fit a line as 2 CPUs do."""
+  runs = []  # [kind, first, last]
+  for name in names:
+    kind, _, index = name.rpartition(":")
+    if index.isdigit() and runs and runs[-1][0] == kind and runs[-1][2] + 1 == int(index):
+      runs[-1][2] = int(index)
+    elif index.isdigit():
+      runs.append([kind, int(index), int(index)])
+    else:
+      runs.append([name, None, None])
+  return ", ".join(kind if first is None else f"{kind}:{first}" if first == last else
+                   f"{kind}:{first}-{last}" for kind, first, last in runs)
 
 
 def eta_text(seconds):

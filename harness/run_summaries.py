@@ -30,9 +30,10 @@ class Writer:
       for tag, value in zip(SPEED_TAGS, rates):
         tf.summary.scalar(tag, value, step=step)
 
-  def settings(self, step, record, flagfile):
+  def settings(self, step, record, flagfile, trainer=None):
     """The run record's settings (harness.run_record) and the command's flags, as text, and
-    the settings as the HParams plugin's hyper-parameters of this run."""
+    the settings as the HParams plugin's hyper-parameters of this run, with the trainer that
+    ran it (`trainer`): a TF2 and a v1 run of the same flags differ only there."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     from tensorboard.plugins.hparams import api as hparams  # pylint: disable=g-import-not-at-top
     values = (record or {}).get("settings", {})
@@ -45,8 +46,11 @@ class Writer:
       tf.summary.text(SETTINGS_TAG, "\n".join(text), step=step)
       # One trial per run folder: by default the trial is named by a hash of the values, and
       # runs of the same settings (a TF2 and a v1 run, say) became one row of the HParams tab.
-      hparams.hparams({name: value if isinstance(value, (bool, int, float, str)) else str(value)
-                       for name, value in values.items()}, trial_id=self.train_dir)
+      shown = {name: value if isinstance(value, (bool, int, float, str)) else str(value)
+               for name, value in values.items()}
+      if trainer:
+        shown["trainer"] = trainer
+      hparams.hparams(shown, trial_id=self.train_dir)
 
   def close(self):
     if self.writer is not None:

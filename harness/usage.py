@@ -7,6 +7,7 @@ lands under "Other flags". `--helpfull` stays absl's: every flag of every module
 own included.
 """
 
+import os
 import sys
 import textwrap
 
@@ -74,7 +75,16 @@ def text(doc, fv, names):
   return "\n\n".join(parts) + "\n"
 
 
-def print_help(doc, fv, names):
-  """Prints the help of the running binary, whose docstring is `doc`, on standard output."""
-  sys.stdout.write(text(doc, fv, names))
+def print_help(doc, fv, names, module=None, full=False):
+  """Prints the help of the running binary, whose docstring is `doc`, on standard output:
+  its own flags by subject, or (`full`) after them every module's flags, absl's included.
+  Run as a console script (`cifar10-train`), the docstring's `python -m <module>` reads as
+  the script's name, the command the user typed."""
+  shown = text(doc, fv, names)
+  if full:
+    shown += "\nEvery flag, by the module that defines it:\n\n" + fv.get_help() + "\n"
+  script = os.path.basename(sys.argv[0] or "")
+  if module and script.startswith("cifar10-"):
+    shown = shown.replace(f"python -m {module}", script)
+  sys.stdout.write(shown)
   sys.stdout.flush()

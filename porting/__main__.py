@@ -83,8 +83,14 @@ def _load(reference, what):
 
 
 def main(values, args):
-  if not args or args[0] not in COMMANDS:
+  if not args:
     raise PortError(f"give a command: {', '.join(COMMANDS)}")
+  if args[0] not in COMMANDS:
+    import difflib  # pylint: disable=g-import-not-at-top
+    near = difflib.get_close_matches(args[0], COMMANDS, n=1)
+    raise PortError(f"unknown command {args[0]!r}" + (f" (did you mean {near[0]}?)" if near
+                                                      else "") + f"; the commands: "
+                    f"{', '.join(COMMANDS)}")
   command, paths = args[0], args[1:]
   if command == "compare" and paths:  # a typo'd flag would be a silent no-op
     raise PortError(f"compare takes no path (got {' '.join(paths)}): its inputs are flags "
@@ -210,7 +216,11 @@ def usage(width=80):
   """The commands (this module's docstring) and each flag with its default, wrapped to
   `width` columns."""
   import textwrap  # pylint: disable=g-import-not-at-top
-  lines = [__doc__.strip(), "", "Flags:"]
+  doc = __doc__.strip()
+  script = os.path.basename(sys.argv[0] or "")
+  if script.startswith("cifar10-"):  # the console script: the command the user typed
+    doc = doc.replace("python -m porting", script)
+  lines = [doc, "", "Flags:"]
   names = flags.FlagValues()
   define_flags(names)  # this command's own flags, in the order they are declared
   for flag in (flags.FLAGS[name] for name in names):

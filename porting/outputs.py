@@ -7,9 +7,9 @@ overwritten) and an existing checkpoint at `prefix` unless `overwrite`; it has `
 prefix)` write the checkpoint under a fresh name beside it and `check` read it back, and
 replaces `prefix` only once it is whole: the team's own checkpoint, where it is overwritten,
 is whole until the new one is, then absent (no .index), then the new one whole, whatever stops
-the conversion, and the next conversion to `prefix` finishes a replacement stopped midway. Nothing touches the
-folder's `checkpoint` index: the converted checkpoint is restored by its path, and the team's
-own latest checkpoint stays its latest. Every file goes through tf.io.gfile.
+the conversion, and the next conversion to `prefix` finishes a replacement stopped midway.
+Nothing touches the folder's `checkpoint` index: the converted checkpoint is restored by its
+path, and the team's own latest checkpoint stays its latest. Every file goes through tf.io.gfile.
 """
 
 import contextlib

@@ -10,6 +10,7 @@ import tensorflow as tf
 from cifar10 import checkpoints
 from cifar10 import serving
 from cifar10.errors import UsageError
+from harness import recovery
 from harness import run_folder
 from strategies import saved_model
 
@@ -38,6 +39,12 @@ def load(model):
     except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
       raise UsageError(f"cannot load the SavedModel {folder}: "
                        f"{str(e).splitlines()[0][:200]}") from None
+  if not tf.io.gfile.exists(model) and not tf.io.gfile.exists(model + ".index"):
+    raise UsageError(f"--model={model}: no such folder or file (an export_dir, a version "
+                     "folder of one, or a checkpoint folder or prefix)")
+  if tf.io.gfile.isdir(model) and not recovery.has_checkpoint(model):
+    raise UsageError(f"--model={model} holds neither a SavedModel (a version folder with "
+                     f"{SAVED_MODEL}) nor a checkpoint")
   state = checkpoints.read(model, kinds=("ema", "step"))  # UsageError if it is none
   module = saved_model.ServingModel(state.averages)
   return lambda image_bytes: module.serve_encoded(image_bytes)

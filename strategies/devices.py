@@ -57,7 +57,8 @@ def setup(config):
       if len(tf.config.get_logical_device_configuration(cpu) or ()) < config.num_gpus:
         tf.config.set_logical_device_configuration(
             cpu, [tf.config.LogicalDeviceConfiguration()] * config.num_gpus)
-      logging.info("No GPU in use: running %d replicas on %d logical CPU devices (%s)",
+      # "Devices", not "replicas": examples.model_parallel puts one model on two of them.
+      logging.info("No GPU in use: %d logical CPU devices stand in for %d GPUs (%s)",
                    config.num_gpus, config.num_gpus, ", ".join(names))
     determinism.apply(config.deterministic)
     tf.config.set_soft_device_placement(config.soft_placement)

@@ -24,6 +24,7 @@ from cifar10 import precision
 from cifar10 import scores
 from cifar10 import summaries
 from harness import driver
+from harness import progress
 from harness import run_errors
 from harness import run_folder
 from strategies import histograms
@@ -110,8 +111,9 @@ class Backend(CheckpointedBackend):
 
   def start(self, step):
     config = self.config
+    logging.info("Model: the tutorial's CNN, %s parameters", f"{model.NUM_PARAMETERS:,}")
     logging.info("Training %s on %d replica(s) (%s), global batch %d, decay every %d steps",
-                 config.dataset, self.n, ", ".join(
+                 config.dataset, self.n, progress.device_list(
                      d.rsplit("/device:", 1)[-1] for d in self.strategy.extended.worker_devices),
                  config.global_batch_size(self.n), self.state.decay_steps)
     source = self.dataset or data_sources.load_source(

@@ -78,6 +78,9 @@ def test_tfds_cifar10_absent_fails_within_seconds_and_says_what_to_do(trainer, t
                 "network, without --nodownload, pass --data_dir")
   assert "--dataset=synthetic" in line
   assert time.time() - begin < 30  # tfds itself fails in 0.1 s
+  # Refused before the run folder is made: nothing written (before, the download's failure
+  # came after it, and a new --train_dir held .lock, flags.txt and run_config.json).
+  assert not (tmp_path / "t").exists()
 
 
 @TRAINERS

@@ -49,3 +49,25 @@ def test_the_child_ends_with_its_parent(tmp_path, signum):
     parent.kill()
     if pidfile.exists() and pidfile.read_text() and _alive(int(pidfile.read_text())):
       os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
+def test_a_long_benchmark_says_how_far_it_is_on_stderr(capsys):
+  # Before: benchmarks.throughput printed nothing between its rows (1.5 min a child on a busy
+  # 2-core box) and porting_scale nothing before its first.
+  from benchmarks import children  # pylint: disable=g-import-not-at-top
+  now = [0.0]
+  progress = children.Progress(3, clock=lambda: now[0])
+
+  def child(seconds):
+    now[0] += seconds
+    return seconds
+
+  assert progress.measured("v1:1:fp32", lambda: child(80.0)) == 80.0
+  progress.measured("tf2:1:fp32", lambda: child(100.0))
+  progress.measured("v1:2:fp32", lambda: child(90.0))
+  captured = capsys.readouterr()
+  assert captured.out == ""  # the results' table alone on standard output
+  assert captured.err.splitlines() == [
+      "[1/3] v1:1:fp32: 80 s; about 160 s left",
+      "[2/3] tf2:1:fp32: 100 s; about 90 s left",
+      "[3/3] v1:2:fp32: 90 s"]

@@ -93,7 +93,7 @@ def test_both_log_and_summarise_like_the_original_and_alike(runs):
       f"{n}/{kind}" for n in model.VARIABLE_NAMES for kind in ("values", "gradients")}
   assert set(v1) == expected, set(v1) ^ expected
   for tag, steps in v1.items():
-    assert list(steps) == [0, 5, 10, 11], tag  # every 5 steps, and the last
+    assert list(steps) == [0, 5, 10], tag  # every 5 steps (not the last: see cadence)
     assert steps == tf2[tag], (tag, steps, tf2[tag])  # every scalar (loss too) bit-identical
   # The loss averages start from 0, as the original's ExponentialMovingAverage(0.9) did.
   raw, average = v1["cross_entropy__raw_"], v1["cross_entropy"]

@@ -94,6 +94,23 @@ def test_training_and_evaluation_of_both_trainers_overlay_under_shared_tags(tmp_
   assert _graph_bytes(runs["compat_v1.train"]) < 1_000_000
 
 
+@pytest.mark.slow
+def test_a_stopped_and_resumed_run_charts_as_the_uninterrupted_one(tmp_path):
+  """Before: the first leg's last step (1 of --max_steps=2) wrote summaries the uninterrupted
+  run had not (its points 0, 2, 3 against 0, 1, 2, 3), and TensorBoard's smoothing parted the
+  curves from there (README's run: 0.9689 against 0.9464 at step 399)."""
+  flags = ["--dataset=synthetic", "--batch_size=4", "--save_summaries_steps=2", "--seed=5"]
+  for train_dir, legs in (("whole", [4]), ("resumed", [2, 4])):
+    for max_steps in legs:
+      result = helpers.call("strategies.train", *flags, f"--max_steps={max_steps}",
+                            f"--train_dir={tmp_path / train_dir}")
+      assert result.returncode == 0, result.stderr[-2000:]
+  whole, resumed = _scalars(tmp_path / "whole"), _scalars(tmp_path / "resumed")
+  assert [s for s, _ in whole[scores.LOSS_TAG]] == [0, 2]
+  for tag in (scores.LOSS_TAG, scores.PRECISION_TAG, "learning_rate"):
+    assert sorted(resumed[tag]) == sorted(whole[tag]), tag
+
+
 @pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
 def test_the_runs_settings_and_graph_are_on_the_dashboard(trainer, tmp_path):
   """Before: TensorBoard's Text and HParams tabs said "No data" (the settings were only in
@@ -113,14 +130,19 @@ def test_the_runs_settings_and_graph_are_on_the_dashboard(trainer, tmp_path):
         texts += [tensor_util.make_ndarray(e.tensor_proto).item().decode()
                   for e in reader.Tensors(tag)]
       if tag == run_summaries.HPARAMS_TAG:
-        trials.append(hparams_metadata.parse_session_start_info_plugin_data(
-            reader.SummaryMetadata(tag).plugin_data.content).group_name)
+        info = hparams_metadata.parse_session_start_info_plugin_data(
+            reader.SummaryMetadata(tag).plugin_data.content)
+        trials.append(info.group_name)
+        shown_trainer = info.hparams["trainer"].string_value
   assert plugins[run_summaries.SETTINGS_TAG] == "text"
   assert plugins[run_summaries.HPARAMS_TAG] == "hparams"
   assert len(texts) == 1 and '"seed": 7' in texts[0] and "--seed=7" in texts[0]
   # A row of its own in the HParams tab: before, the trial was named by a hash of the
   # settings, and a TF2 and a v1 run of the same flags shared one row.
   assert trials == [str(tmp_path)]
+  # A column that says which trainer each row is (before: the rows of a TF2 and a v1 run
+  # showed the same truncated path and nothing else to tell them apart).
+  assert shown_trainer == trainer
   if trainer == "strategies.train":  # the step's function graph, once, from the first call
     assert plugins["train_step"] == "graph_run_metadata_graph"
   else:  # its Session's graph

@@ -95,6 +95,14 @@ def test_export_to_ram_and_predict_from_it(run, tmp_path, capsys):
   # A checkpoint folder answers as its export does.
   from_checkpoint = helpers.call("strategies.predict", f"--model={run}", "--top_k=2", *paths)
   assert from_checkpoint.returncode == 0 and from_checkpoint.stdout == result.stdout
+  # A mistyped model folder is named as what it is, not as "no checkpoint" (before).
+  helpers.check_one_line(
+      helpers.call("strategies.predict", "--model=ram://exports/mm", paths[0]),
+      "--model=ram://exports/mm: no such folder or file")
+  (tmp_path / "empty").mkdir()
+  helpers.check_one_line(
+      helpers.call("strategies.predict", f"--model={tmp_path}/empty", paths[0]),
+      f"--model={tmp_path}/empty holds neither a SavedModel")
 
 
 def _can_mount():

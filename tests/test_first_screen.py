@@ -53,6 +53,32 @@ def test_progress_lines_time_tracing_apart_and_take_the_eta_from_a_steady_rate(
   assert logger.rates == (128.0, 2.0)  # what the driver writes as examples_per_second
 
 
+def test_progress_lines_carry_the_steps_learning_rate(monkeypatch, caplog):
+  # What Keras's bar and Model Garden's logs show and the line did not: the rate of the step.
+  clock = _Clock()
+  monkeypatch.setattr(progress.time, "time", clock)
+  logging.set_verbosity(logging.INFO)
+  caplog.set_level(std_logging.INFO)
+  logger = progress.StepLogger(start_step=0, max_steps=1000000, global_batch_size=128,
+                               log_frequency=10)
+  clock.now += 5.0
+  logger.after_step(0, lambda: 2.5, lambda: 0.1)
+  clock.now += 0.125
+  logger.after_step(10, lambda: 2.25, lambda: 1e-05)
+  lines = [r.getMessage() for r in caplog.records if "step " in r.getMessage()]
+  assert lines == [
+      "step 0, loss = 2.50 (first step: 5.0 s, tracing included; lr 0.1)",
+      "step 10, loss = 2.25 (10240.0 examples/sec; 0.013 sec/batch; lr 1e-05; "
+      "ETA 3:28:20)"]
+  assert max(len(line) for line in lines) + len("00:00:00 ") <= 100
+
+
+def test_devices_on_a_line_are_runs_of_indices():
+  assert progress.device_list(["CPU:0", "CPU:1"]) == "CPU:0-1"
+  assert progress.device_list([f"GPU:{i}" for i in range(8)]) == "GPU:0-7"
+  assert progress.device_list(["GPU:0", "GPU:2", "GPU:3", "cpu:0"]) == "GPU:0, GPU:2-3, cpu:0"
+
+
 def test_the_binaries_log_lines_carry_a_short_prefix():
   """absl's prefix (`I1125 18:46:03.133764 140500600138624 progress.py:45] `) and a second
   timestamp made a progress line ~170 characters."""

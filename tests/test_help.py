@@ -60,3 +60,33 @@ def test_help_exits_0_with_the_subjects_in_order_on_stdout():
   assert result.stdout.index("  --job_name") > places[-1]  # a cluster flag, under Clusters
   full = helpers.run("compat_v1.train", "--helpfull")  # absl's, every module's flags
   assert full.returncode == 0 and "absl.flags:" in full.stdout
+
+
+def _scripts():
+  """{console script: module} of pyproject.toml's [project.scripts]."""
+  import re  # pylint: disable=g-import-not-at-top
+  with open(f"{helpers.REPO}/pyproject.toml", encoding="utf-8") as f:
+    block = f.read().split("[project.scripts]")[1].split("\n[")[0]
+  return dict(re.findall(r'^(cifar10-[\w-]+) = "([\w.]+):\w+"', block, re.M))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", sorted(_scripts()))
+def test_every_console_script_answers_helpfull_with_its_own_text(script):
+  # Before: --helpfull started at the flags (absl printed __main__'s docstring: pip's
+  # wrapper's, none), the usage said `python -m ...`, and cifar10-porting printed only
+  # `USAGE: ... [flags]`.
+  import os  # pylint: disable=g-import-not-at-top
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  module = _scripts()[script]
+  path = os.path.join(os.path.dirname(sys.executable), script)
+  assert os.path.exists(path), f"{script} is not installed: pip install -e '.[test]'"
+  doc = importlib.import_module(module).__doc__
+  first = doc.strip().splitlines()[0].replace(f"python -m {module.rsplit('.__main__', 1)[0]}",
+                                              script)
+  result = subprocess.run([path, "--helpfull"], capture_output=True, text=True, timeout=120,
+                          cwd="/", env=helpers.env())
+  assert result.returncode == 0, result.stderr[-1000:]
+  assert result.stdout.splitlines()[0] == first, result.stdout[:300]
+  assert "--flagfile" in result.stdout or "--port" in result.stdout

@@ -78,7 +78,10 @@ def test_the_command_line_compares_and_converts(tmp_path, capsys):
 @pytest.mark.parametrize("args, expected", [
     (("compare",), "--port must be module:attribute"),
     (("--port=tests.nothing_here:port", "compare"), "cannot import tests.nothing_here"),
-    ((*PORT, "convert"), "give a command: compare, record, tf1_to_tf2, tf2_to_tf1"),
+    ((*PORT, "convert"), "unknown command 'convert'; the commands: compare, record, "
+                         "tf1_to_tf2, tf2_to_tf1"),
+    ((*PORT, "compre"), "unknown command 'compre' (did you mean compare?)"),
+    ((*PORT,), "give a command: compare, record, tf1_to_tf2, tf2_to_tf1"),
     ((*PORT, "--replicas=0", "compare"), "flag --replicas=0: 0 is not an integer in the range [1, 64]"),
     ((*PORT, "tf1_to_tf2", "/nonexistent/model.ckpt"), "takes two paths"),
     ((*PORT, "tf1_to_tf2", "/nonexistent/model.ckpt", "/tmp/x"),

@@ -79,9 +79,9 @@ def test_a_nan_inside_a_call_names_the_step_it_happened_at(tmp_path):
 def test_the_call_lengths_follow_the_flags():
   run = config.TrainConfig(train_dir="x", max_steps=1000, save_checkpoint_steps=250,
                            log_frequency=10, save_summaries_steps=100)
-  # 998 runs alone: the last step, 999, writes summaries and so starts a call of its own.
+  # 998 and 999 in one call: the run's last step writes no summaries of its own.
   assert [cadence.call_length(s, run, 50) for s in (0, 1, 10, 95, 100, 241, 998, 999)] == [
-      1, 9, 10, 5, 1, 9, 1, 1]
+      1, 9, 10, 5, 1, 9, 2, 1]
   assert cadence.call_length(1, run, 1) == 1
 
 

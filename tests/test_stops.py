@@ -145,7 +145,7 @@ def test_a_failed_keras_run_leaves_tf_summary_recording_in_this_process(tmp_path
   assert helpers.call("strategies.train", *FLAGS, f"--train_dir={tmp_path / 't'}"
                       ).returncode == 0
   from equivalence import runs  # pylint: disable=g-import-not-at-top
-  assert list(runs.summaries(tmp_path / "t")["loss"]) == [0, 1]  # the first and last steps
+  assert list(runs.summaries(tmp_path / "t")["loss"]) == [0]  # step 0's (every 100 steps)
 
 
 @pytest.mark.slow

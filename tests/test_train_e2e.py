@@ -50,10 +50,13 @@ def fixture_reference(tmp_path_factory):
 
 def test_logs_the_original_line_every_log_frequency_steps(reference):
   _, log = reference
-  assert "running 2 replicas on 2 logical CPU devices" in log
-  assert re.search(r"step 0, loss = \d+\.\d\d \(first step: \d+\.\d s, tracing included\)", log)
+  assert "2 logical CPU devices stand in for 2 GPUs" in log
+  assert "Model: the tutorial's CNN, 1,068,298 parameters" in log
+  assert "Training synthetic on 2 replica(s) (CPU:0-1), " in log
+  assert re.search(r"step 0, loss = \d+\.\d\d \(first step: \d+\.\d s, tracing included; "
+                   r"lr 0\.1\)", log)
   steps = [int(s) for s in re.findall(
-      r"step (\d+), loss = \d+\.\d\d \(\d+\.\d examples/sec; \d+\.\d{3} sec/batch"
+      r"step (\d+), loss = \d+\.\d\d \(\d+\.\d examples/sec; \d+\.\d{3} sec/batch; lr 0\.1"
       r"(?:; ETA \d+:\d\d:\d\d)?\)", log)]
   # Numbered as the original: the 0-based index of the step, every log_frequency, and the last.
   assert steps == [5, 10, 15, 20, 25, 30, 35, 39]
@@ -79,11 +82,12 @@ def test_checkpoints_hold_weights_ema_and_exact_step(reference):
 def test_summaries_hold_loss_lr_and_histograms_every_interval(reference):
   train_dir, _ = reference
   tags = helpers.summary_steps(train_dir)
-  # Every 10 steps, and the last (0-based 39 of 40): the chart reaches the end of the run.
-  assert tags["loss"] == [0, 10, 20, 30, 39]
-  assert tags["learning_rate"] == [0, 10, 20, 30, 39]
-  assert tags["local3/weights/values"] == [0, 10, 20, 30, 39]
-  assert tags["conv1/weights/gradients"] == [0, 10, 20, 30, 39]
+  # Every 10 steps, as the original's `step % 10 == 0` (not the last, 39 of 40: a run
+  # stopped and resumed would chart a point the uninterrupted run has not).
+  assert tags["loss"] == [0, 10, 20, 30]
+  assert tags["learning_rate"] == [0, 10, 20, 30]
+  assert tags["local3/weights/values"] == [0, 10, 20, 30]
+  assert tags["conv1/weights/gradients"] == [0, 10, 20, 30]
   # The rate of each progress line after the first (which times tracing), as the line says.
   assert tags["examples_per_second"] == tags["steps_per_second"] == [5, 10, 15, 20, 25, 30,
                                                                      35, 39]
