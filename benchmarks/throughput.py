@@ -10,7 +10,7 @@ For each precision and N, each kind of benchmarks.measure runs in its own child 
 idiomatic Keras `fit` of the same CNN (benchmarks.keras_peer), and (N = 1) a bare tf.function
 step, the ceiling of the model's step here. After --warmup steps, --steps steps are timed.
 With --repeats=R each kind runs R times in rotating order and the median counts.
-Prints the machine (porting.machine: CPU, ISA, oneDNN, versions, GPUs), then examples/sec,
+Prints the machine (tfbits.machine: CPU, ISA, oneDNN, versions, GPUs), then examples/sec,
 the ratio to v1 (a precision this CPU's kernels are refused, harness.cpu_kernels, is not
 measured: one line says why), the model's FLOP rate as a share of this machine's
 float32 matmul peak (measured in the same run), the milliseconds of a global step and, at
@@ -33,7 +33,7 @@ from cifar10 import config
 from cifar10.errors import UsageError
 from harness import cli
 from harness import flag_ranges
-from porting import filesystems
+from tfbits import filesystems
 
 KINDS = ("tf2", "tf2_loop", "v1", "keras_path", "keras_peer", "bare_step")
 LABELS = {"tf2": "TF2", "tf2_loop": "TF2 K", "v1": "v1", "keras_path": "Keras path",
@@ -86,7 +86,7 @@ def _child(spec, values):
   measure.configure(deterministic=values.deterministic)
   run = (int(n), values.batch_size, values.warmup, values.steps, values.intra_op_threads)
   if kind == "peak":  # and the machine the children measure on
-    from porting import machine  # pylint: disable=g-import-not-at-top
+    from tfbits import machine  # pylint: disable=g-import-not-at-top
     result = {"gflops": measure.peak_gflops(values.intra_op_threads),
               "machine": machine.describe().as_dict()}
   else:
@@ -161,7 +161,7 @@ def main(values):
   peaks = [_run_child("peak:1:fp32", values) for _ in range(values.repeats)]
   peak, where = statistics.median(p["gflops"] for p in peaks), peaks[0]["machine"]
   from harness import cpu_kernels  # pylint: disable=g-import-not-at-top
-  from porting import machine  # pylint: disable=g-import-not-at-top
+  from tfbits import machine  # pylint: disable=g-import-not-at-top
   here = machine.Machine.from_dict(where)
   print(f"machine: {here.line()}")
   refused = {p: None if here.gpus else cpu_kernels.refusal(p, here) for p in values.precisions}

@@ -12,5 +12,6 @@ inside a `tf.compat.v1` Graph. Run plumbing (flags, the run driver, run folders 
 records, launchers, signals, log lines) is in `harness`.
 
 Importing this package does not import TensorFlow: `config` and `errors` are pure Python so
-that entry points can reject bad flags in milliseconds.
+that entry points can reject bad flags in milliseconds. Of this project it imports only
+`tfbits` (the model's gated bias, from TF1's arithmetic).
 """

@@ -5,12 +5,14 @@ no traceback: harness.cli). The errors of a run's control (a stop after saving, 
 loss or state, a checkpoint that does not restore) are harness.run_errors'.
 """
 
+from tfbits.errors import OneLineError
+
 # The message of the loss check both training steps run (losses.check_finite); TensorFlow
 # reports a failed check as an InvalidArgumentError carrying it; harness.run_errors finds it.
 NON_FINITE_CHECK = "loss is not finite"
 
 
-class UsageError(Exception):
+class UsageError(OneLineError):
   """Bad flags, missing or corrupt data, impossible device requests, NaN loss.
 
   The message is shown to the user as it is, on one line, with no traceback; it must name the

@@ -2,7 +2,7 @@
 
 The total loss of the original is `mean(cross_entropy) + sum(wd * l2_loss(w))`. Both trainers
 compute it per tower or replica (`tower_loss`) and average the gradients (compat_v1's
-`average_gradients`, porting.gates' `replica_mean` in strategies' step). TF2's idiom, where the optimizer SUMS replica
+`average_gradients`, tfbits.gates' `replica_mean` in strategies' step). TF2's idiom, where the optimizer SUMS replica
 gradients, scales each replica's loss by the global batch and adds 1/N of the weight decay
 (`replica_loss`): the same numbers where N is a power of two, other roundings elsewhere
 (tests/test_losses.py; MIGRATION.md shows it as the idiom, equivalence.cifar10_port runs it).

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from porting.gates import gated_bias_add
+from tfbits.gates import gated_bias_add
 
 
 class VariableSpec:
@@ -80,7 +80,7 @@ def _drawn(seed):
   return values
 
 
-# The convolutions' biases: gated_bias_add (porting.gates), tf.nn.bias_add with the gradient
+# The convolutions' biases: gated_bias_add (tfbits.gates), tf.nn.bias_add with the gradient
 # the original's graph computes. Backward, TensorFlow's oneDNN graph pass fuses a conv's
 # Conv2DBackpropFilter with the BiasAddGrad of its bias into one kernel that sums the bias
 # gradient in another order, but only when both read the same gradient tensor (measured:

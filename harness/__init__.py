@@ -1,4 +1,6 @@
-"""Run plumbing shared by every binary, none of it about CIFAR-10.
+"""Run plumbing shared by every binary, no model or data of its own: it imports `cifar10` (its
+configs, errors, checkpoints and data checks) and `tfbits` (the machine line, URL schemes),
+nothing of `porting` (tests/test_layers.py).
 
   driver      the run driver: every training loop's control (resume or --init_from, the
               schedule of logs, summaries, saves and profiles, stops), the loops its backends

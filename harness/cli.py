@@ -7,7 +7,8 @@ global FlagValues, absl's flags.FLAGS); `call(define_flags, main, argv)` runs th
 inside this process (the tests do), with the same parsing, the same messages and the exit
 status returned instead of exiting.
 
-  UsageError, PortError  error: <message>  exit 2 (main may also return its exit status)
+  OneLineError          error: <message>  exit 2 (UsageError, PortError; main may also
+                                            return its exit status)
   run_errors.Stopped     stopped: <message> exit --preemption_exit_code (143); 130 on Ctrl-C
   KeyboardInterrupt     error: interrupted  exit 130
   TF placement failure  error: <one line>   exit 2 (soft placement off, see `placement`)
@@ -29,8 +30,8 @@ from harness import progress
 from harness import quiet
 from harness import run_errors
 from harness import usage
-from porting import filesystems
-from porting.errors import PortError
+from tfbits import filesystems
+from tfbits.errors import OneLineError
 
 # TensorFlow's words for "this op cannot go where it was asked" (eager, tf.function, Session).
 _PLACEMENT = (r"Could not satisfy device specification '(?P<device>[^']+)'",
@@ -153,7 +154,7 @@ def _main(main, values, args, takes_args):
   try:
     check_paths((f"--{name}", url) for name, url in flag_ranges.urls(values))
     return main(values, args) if takes_args else main(values)
-  except (UsageError, PortError) as e:
+  except OneLineError as e:  # UsageError, and a PortError of a binary that uses the kit
     _fail(str(e))
   except run_errors.Stopped as e:
     print(f"stopped: {e}", file=sys.stderr, flush=True)

@@ -1,7 +1,7 @@
 """Whether this machine's CPU kernels can run a run's precision, decided once for every binary.
 
 Where a run computes on the CPU (no GPU in its plan), its precision meets TensorFlow's CPU
-kernels, which the CPU's instruction sets and oneDNN pick (porting.machine):
+kernels, which the CPU's instruction sets and oneDNN pick (tfbits.machine):
 
   fp16 with oneDNN's float16 kernels (AVX-512 FP16, AMX FP16, AVX-NE-CONVERT: Sapphire Rapids
        and newer Xeons), refused: measured on a 2-core Xeon with AVX-512 FP16, both trainers
@@ -22,7 +22,7 @@ kernels, which the CPU's instruction sets and oneDNN pick (porting.machine):
 from absl import logging
 
 from cifar10.errors import UsageError
-from porting import machine as machines
+from tfbits import machine as machines
 
 # ONEDNN_MAX_CPU_ISA values below AVX512_CORE: no bfloat16 convolution in oneDNN (measured:
 # AVX2, AVX2_VNNI and AVX2_VNNI_2 failed, AVX512_CORE and up ran).

@@ -41,7 +41,7 @@ from harness import signals
 from harness.backend import Backend  # pylint: disable=unused-import  # the loops subclass it here
 from harness.backend import Call
 from harness.backend import Steps  # pylint: disable=unused-import
-from porting import machine
+from tfbits import machine
 
 
 def last_checkpoint(config):

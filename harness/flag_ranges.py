@@ -24,7 +24,7 @@ from absl import flags
 from cifar10 import config
 from cifar10 import devices
 from cifar10.hparams import DEFAULT
-from porting import filesystems
+from tfbits import filesystems
 
 # 2**40 steps is 35 years at a millisecond a step; the global step is an int64 in both trainers.
 MAX_STEPS = 2 ** 40

@@ -20,7 +20,7 @@ from cifar10 import data_sources
 from cifar10.errors import UsageError
 from harness import ownership
 from harness import run_folder
-from porting import machine
+from tfbits import machine
 
 
 def open_eval_dir(config):

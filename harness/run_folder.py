@@ -16,7 +16,7 @@ from absl import logging
 import tensorflow as tf
 
 from cifar10.errors import UsageError
-from porting import filesystems
+from tfbits import filesystems
 
 
 

@@ -9,7 +9,7 @@ batch 128 on CIFAR-10). So the chief of every trainer calls
   ...                                              # owns train_dir
   run_record.write(config.train_dir, record)
 
-The record also lists the machines the run has trained on (porting.machine's line: CPU,
+The record also lists the machines the run has trained on (tfbits.machine's line: CPU,
 instruction sets, oneDNN, versions, GPUs). Another kind of machine is no error, but its
 kernels round otherwise (docs/determinism.md, "Machines"): a resume there says so in one
 warning line and adds it to the list.
@@ -32,7 +32,7 @@ import tensorflow as tf
 from cifar10.errors import UsageError
 from harness import recovery
 from harness import run_folder
-from porting import machine
+from tfbits import machine
 
 RECORD = "run_config.json"
 # The recorded settings, each with the flag that sets it.

@@ -36,9 +36,6 @@
   conversion_checks  every converted variable read back and compared; one the checkpoint
               cannot reach (Keras layers in a plain list) named, never dropped
   devices     N GPUs, or N logical CPU devices where there are none
-  machine     the machine the bits were made on (CPU, instruction sets, oneDNN, GPUs)
-  gates       TF1's arithmetic in TF2: gated_bias_add (a conv bias with TF1's GATE_OP
-              gradient), replica_mean (replicas averaged as average_gradients averages)
   random_ops  dropout and other random draws alike on both sides (tower i = replica i, each
               step): Port(random_ops="aligned"), the default
   optimizers  TF1Adam, TF1Momentum, TF1RMSProp, TF1Adagrad: Keras optimizers that run TF1's
@@ -51,8 +48,10 @@
   tf1_variables  tf.Variable weights in tower code, shared by the towers as get_variable's
   record      the TF1 side recorded where its TensorFlow runs, replayed where the port's does
   errors      PortError: one line, no traceback, from the command line
-  filesystems whether TensorFlow has a filesystem for a path's URL scheme here
 
+What the kit shares with the trainers is in `tfbits` (the machine the bits were made on,
+TF1's gated arithmetic, the URL schemes TensorFlow reaches), the one package it imports of
+this project: `porting.gated_bias_add` and `porting.replica_mean` are tfbits.gates'.
 Nothing here knows CIFAR-10; MIGRATION.md ("Port your own model") walks through a second
 model end to end.
 """
@@ -64,7 +63,8 @@ import importlib
 _API = {"compare": "porting.check", "Report": "porting.check",
         "tf1_to_tf2": "porting.checkpoints", "tf2_to_tf1": "porting.checkpoints",
         "replica_devices": "porting.devices", "PortError": "porting.errors",
-        "gated_bias_add": "porting.gates", "TF1Adam": "porting.optimizers",
+        "gated_bias_add": "tfbits.gates", "replica_mean": "tfbits.gates",
+        "TF1Adam": "porting.optimizers",
         "TF1Momentum": "porting.optimizers", "TF1RMSProp": "porting.optimizers",
         "TF1Adagrad": "porting.optimizers",
         "Port": "porting.spec", "TF1BatchNorm": "porting.batch_norm"}

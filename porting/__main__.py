@@ -28,7 +28,7 @@ import traceback
 from absl import app
 from absl import flags
 
-from porting import filesystems
+from tfbits import filesystems
 from porting.errors import PortError
 
 COMMANDS = ("compare", "record", "tf1_to_tf2", "tf2_to_tf1")

@@ -12,7 +12,7 @@ from porting import diagnosis
 from porting import hyperparameters
 from porting import layer_mismatches
 from porting import layer_probes
-from porting import machine
+from tfbits import machine
 from porting import matching
 from porting import penalties
 from porting import record as tf1_record
@@ -26,7 +26,7 @@ from porting import tf2_replicas
 class Report:
   """pairs: [(TF1 name, TF2 name)]; rows: every report.Row; tf1, tf2: the two Traces;
   hints: the known causes that fit the numbers; equal: every row within `tolerance`;
-  machine: the porting.machine.Machine it ran on (bits are its kernels'); unread: what the
+  machine: the tfbits.machine.Machine it ran on (bits are its kernels'); unread: what the
   kit could not read on a side and so did not compare before the steps (the numbers did)."""
   pairs: list
   rows: list

@@ -14,17 +14,12 @@ import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
 from porting.errors import PortError
+from tfbits.machine import physical_devices  # pylint: disable=unused-import  # patched by tests
 
 v1 = tf.compat.v1
 # TensorFlow 1.x (1.15: where a team's TF1 code records its side): its device calls live
 # under tf.config.experimental, and its Sessions need no logical devices.
 TF1 = tf.__version__.startswith("1.")
-
-
-def physical_devices(kind):
-  """tf.config.list_physical_devices(kind), on TensorFlow 1.15 too."""
-  lister = getattr(tf.config, "list_physical_devices", None)
-  return (lister or tf.config.experimental.list_physical_devices)(kind)
 
 
 MAX_REPLICAS = 64  # as the trainers' logical CPU replicas: more takes minutes to build

@@ -31,7 +31,7 @@ import tensorflow as tf
 from porting import devices as replica_devices
 from porting import hyperparameters
 from porting import layer_settings
-from porting import machine
+from tfbits import machine
 from porting import outputs
 from porting import spec
 from porting import tf1_towers

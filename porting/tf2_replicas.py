@@ -16,7 +16,7 @@ import tensorflow as tf
 from porting import layer_settings
 from porting import random_ops
 from porting import spec
-from porting.gates import replica_mean
+from tfbits.gates import replica_mean
 from porting.errors import PortError
 from porting.trace import Lazy
 from porting.trace import Step

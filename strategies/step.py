@@ -4,7 +4,7 @@
 shadows) with compiled steps; `train_step(iterator, stop_requested)` is one step:
 
   1. each replica: forward on its slice of the global batch, the tower's loss (mean(CE) over
-     the slice + weight_decay), gradients, averaged by porting.gates.replica_mean (a SUM
+     the slice + weight_decay), gradients, averaged by tfbits.gates.replica_mean (a SUM
      all-reduce in replica order, then a true division by N): the arithmetic of the TF1 towers'
      `average_gradients`, so the two are the same bits at every N, not only where dividing by N is exact (the TF2 idiom,
      sum(CE) / global_batch + weight_decay / N with a SUM all-reduce, rounds differently
@@ -34,7 +34,7 @@ from cifar10 import precision
 from cifar10 import schedule
 from cifar10 import scores
 from cifar10.hparams import DEFAULT
-from porting.gates import replica_mean
+from tfbits.gates import replica_mean
 from strategies import state
 
 # What one call of the compiled step(s) returns: the first step's loss, learning rate and stop

@@ -43,7 +43,7 @@ def pytest_collection_modifyitems(config, items):
   if _is_xdist_controller(config):
     return
   from harness import cpu_kernels  # pylint: disable=g-import-not-at-top
-  from porting import machine  # pylint: disable=g-import-not-at-top
+  from tfbits import machine  # pylint: disable=g-import-not-at-top
   here = machine.describe()
   for item in items:
     for mark, precision in (("float16", "fp16"), ("bfloat16", "bf16")):

@@ -18,7 +18,7 @@ import tensorflow as tf
 import keras
 
 from porting import Port
-from porting.gates import gated_bias_add
+from tfbits.gates import gated_bias_add
 from porting.tf1_layers import layers as _layers
 
 v1 = tf.compat.v1

@@ -36,7 +36,7 @@ def test_a_run_prints_and_writes_each_kind_against_v1(tmp_path):
   written = json.loads((tmp_path / "results.json").read_text())
   assert written["flops_per_example"] == 105295104 and written["peak_gflops"] > 0
   # The machine the children measured on, as this process describes it.
-  from porting import machine  # pylint: disable=g-import-not-at-top
+  from tfbits import machine  # pylint: disable=g-import-not-at-top
   assert written["machine"] == machine.describe().as_dict()
   assert f"machine: {machine.describe().line()}" in result.stdout.splitlines()
   rows = {r["kind"]: r for r in written["rows"]}
@@ -67,7 +67,7 @@ def test_what_has_nothing_to_compare_with_is_a_dash_and_null(tmp_path, monkeypat
   # not JSON (a strict parser such as JavaScript's JSON.parse refuses the file).
   from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
   from benchmarks import throughput  # pylint: disable=g-import-not-at-top
-  from porting import machine  # pylint: disable=g-import-not-at-top
+  from tfbits import machine  # pylint: disable=g-import-not-at-top
   where = machine.Machine("Stand-in CPU", 2, ("avx2",), False, "", "2.21.0", "3.15.1")
   rates = {"peak": {"gflops": 100.0, "machine": where.as_dict()},
            "bare_step": {"examples_per_sec": 800.0},
@@ -104,7 +104,7 @@ def test_a_precision_the_cpu_is_refused_is_one_line_not_a_run(tmp_path, monkeypa
   # A Xeon with AVX-512 FP16 (faked in the stand-in peak child): fp16 is not measured.
   from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
   from benchmarks import throughput  # pylint: disable=g-import-not-at-top
-  from porting import machine  # pylint: disable=g-import-not-at-top
+  from tfbits import machine  # pylint: disable=g-import-not-at-top
   where = machine.Machine("Xeon", 2, ("avx512f", "avx512bw", "avx512_fp16"), True, "", "2.21.0",
                           "3.15.1")
   ran = []

@@ -1,12 +1,12 @@
 """--precision on a CPU (harness.cpu_kernels): fp16 refused where oneDNN's float16 kernels
 would take it (Xeons with AVX-512 FP16: ~20x slower and NaN at step 14, measured there), run
 with a one-line warning elsewhere; bf16 refused where oneDNN is capped below AVX-512 on an
-AVX-512 CPU. The machine is faked at the boundary (porting.machine.describe)."""
+AVX-512 CPU. The machine is faked at the boundary (tfbits.machine.describe)."""
 
 import pytest
 
 from harness import cpu_kernels
-from porting import machine
+from tfbits import machine
 from tests import helpers
 
 SAPPHIRE_RAPIDS = ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",

@@ -2,7 +2,7 @@
 
 TensorFlow's CPU kernels are oneDNN's, dispatched by the CPU's instruction sets, or its own
 (Eigen) where oneDNN is off, as it is by default on CPUs without VNNI, AVX-512 BF16 or AMX
-(older AVX2 parts: porting.machine). A process started with ONEDNN_MAX_CPU_ISA or
+(older AVX2 parts: tfbits.machine). A process started with ONEDNN_MAX_CPU_ISA or
 TF_ENABLE_ONEDNN_OPTS set runs another family; here the contract's core checks (TF2 == v1 ==
 the original's graph: gradients, then weights and averages after steps across decays, at
 N = 2; fp16's recipe at N = 2) run again under each, as a pytest of those tests in a
@@ -23,9 +23,11 @@ from tests import helpers
 pytestmark = pytest.mark.slow
 
 # Each family's settings; the variables of the others are removed from its environment.
+# Not AVX512_CORE: measured on Zen 4, it runs this float32 model's kernels as the default
+# does (the same bits after 20 steps: docs/determinism.md's table), so the suite's own run on
+# an AVX-512 machine holds it; the suite's time is bounded.
 FAMILIES = {
     "onednn_avx2": {"ONEDNN_MAX_CPU_ISA": "AVX2"},
-    "onednn_avx512_core": {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE"},
     "onednn_off": {"TF_ENABLE_ONEDNN_OPTS": "0"},
 }
 SETTINGS = ("ONEDNN_MAX_CPU_ISA", "TF_ENABLE_ONEDNN_OPTS")

@@ -55,7 +55,7 @@ def test_replica_sum_equals_tower_mean_in_value_and_gradient():
 def test_at_three_replicas_the_idiom_rounds_and_the_towers_mean_does_not():
   """Why strategies' step averages tower losses' gradients instead: at N = 3 the idiom's
   1/(N x B) and 1/N round; the towers' mean over B, summed and divided by N, is exact to
-  the towers' own arithmetic (porting.gates.replica_mean's division, strategies' step's)."""
+  the towers' own arithmetic (tfbits.gates.replica_mean's division, strategies' step's)."""
   num, per = 3, 4
   params = {n: tf.Variable(v) for n, v in model.initial_values(5).items()}
   images, labels = _batch(num * per, 2)

@@ -1,4 +1,4 @@
-"""Which machine the bits were made on (porting.machine): the CPU and the instruction sets that
+"""Which machine the bits were made on (tfbits.machine): the CPU and the instruction sets that
 pick TensorFlow's kernels, oneDNN on or off as TensorFlow decides it, the versions, the GPUs;
 and that every run log, the kit's report and the equivalence report carry it."""
 
@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 import porting
-from porting import machine
+from tfbits import machine
 from tests import helpers
 
 # /proc/cpuinfo of the kinds CI and users have (flags cut to what matters and some noise).

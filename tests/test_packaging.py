@@ -18,7 +18,7 @@ from tests import helpers
 
 pytestmark = pytest.mark.slow
 
-INSTALLED = {"cifar10", "compat_v1", "equivalence", "harness", "porting", "strategies"}
+INSTALLED = {"cifar10", "compat_v1", "equivalence", "harness", "porting", "strategies", "tfbits"}
 SCRIPTS = {"cifar10-train": "strategies.train:run", "cifar10-train-v1": "compat_v1.train:run",
            "cifar10-eval": "strategies.eval:run", "cifar10-eval-v1": "compat_v1.eval:run",
            "cifar10-launch": "strategies.launch:run",

@@ -157,7 +157,7 @@ def assert_same_report(printed, documented, bound=1e-6):
   this machine's, and every row's max rel within `bound` (what the doc's tolerance passes).
   Not the same digits, ULPs or DIFFERS/ok: those are the CPU's kernels' (4 ULPs here, 64 on
   another kind of CPU)."""
-  from porting import machine  # pylint: disable=g-import-not-at-top
+  from tfbits import machine  # pylint: disable=g-import-not-at-top
   got, want = printed.rstrip("\n").split("\n"), documented.rstrip("\n").split("\n")
   assert len(got) == len(want), printed
   for a, b in zip(got, want):

@@ -1,7 +1,8 @@
 """The recorder as its own distribution (recorder/setup.py): built here with this venv's
-setuptools, offline, it holds the porting package alone, asks for Python 3.7 and nothing else,
-and records with none of this project's other packages importable (MIGRATION.md: the TF1
-code's environment has the recorder and its own TensorFlow, nothing more)."""
+setuptools, offline, it holds the porting package and tfbits alone, asks for Python 3.7 and
+nothing else, and records with none of this project's other packages importable
+(MIGRATION.md: the TF1 code's environment has the recorder and its own TensorFlow, nothing
+more)."""
 
 import os
 import shutil
@@ -46,10 +47,11 @@ def test_the_wheel_is_the_porting_package_alone_for_python_3_7(wheel):
   assert "Requires-Python: >=3.7" in text
   assert "Requires-Dist" not in text  # the environment's TensorFlow is left as it is
   packages = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
-  assert packages == {"porting"}
+  assert packages == {"porting", "tfbits"}  # the kit and the one package of ours it imports
   # Every module of the kit, its causes/ included.
   here = {os.path.relpath(os.path.join(d, f), helpers.REPO)
-          for d, _, files in os.walk(os.path.join(helpers.REPO, "porting"))
+          for package in packages
+          for d, _, files in os.walk(os.path.join(helpers.REPO, package))
           for f in files if f.endswith(".py")}
   assert here == {n for n in names if n.endswith(".py")}
 

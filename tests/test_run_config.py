@@ -89,7 +89,7 @@ def test_a_folder_without_a_checkpoint_holds_no_run_and_one_without_a_record_tak
     run_record.check(dataclasses.replace(fresh, train_dir=str(old)), 2)
   record = run_record.check(dataclasses.replace(fresh, train_dir=str(old),
                                                 override_run_config=True), 2)
-  from porting import machine  # pylint: disable=g-import-not-at-top
+  from tfbits import machine  # pylint: disable=g-import-not-at-top
   assert record == {"settings": run_record.settings(fresh, 2), "history": [],
                     "machines": [machine.describe().line()]}
 
@@ -134,7 +134,7 @@ def test_a_damaged_record_is_one_line(tmp_path):
 
 def test_a_run_resumed_on_another_kind_of_machine_says_so_and_keeps_both(tmp_path, caplog,
                                                                          monkeypatch):
-  from porting import machine  # pylint: disable=g-import-not-at-top
+  from tfbits import machine  # pylint: disable=g-import-not-at-top
   run = config.TrainConfig(train_dir=str(tmp_path), dataset="synthetic", batch_size=2,
                            max_steps=1, seed=3)
   helpers.train_tf2(run)

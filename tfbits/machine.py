@@ -122,13 +122,20 @@ def _runtime_onednn(isa):
     return onednn_enabled(isa)
 
 
+def physical_devices(kind):
+  """tf.config.list_physical_devices(kind), on TensorFlow 1.15 too (there under
+  tf.config.experimental)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  lister = getattr(tf.config, "list_physical_devices", None)
+  return (lister or tf.config.experimental.list_physical_devices)(kind)
+
+
 def _gpus():
   """(names, driver) of the GPUs TensorFlow lists, without starting its runtime."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   names = []
-  from porting import devices  # pylint: disable=g-import-not-at-top
   details_of = getattr(tf.config.experimental, "get_device_details", lambda gpu: {})  # 2.3+
-  for gpu in devices.physical_devices("GPU"):
+  for gpu in physical_devices("GPU"):
     details = details_of(gpu)
     name = details.get("device_name", gpu.name)
     capability = details.get("compute_capability")
