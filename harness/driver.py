@@ -218,5 +218,11 @@ class Control:
 
   def finish(self):
     final = self.backend.global_step()
-    logging.info("Done: step %d, checkpoint %s", final, last_checkpoint(self.config))
+    saved = last_checkpoint(self.config)
+    # A worker that is not the chief saves nothing: "checkpoint None" was a Python None in a
+    # user's line.
+    if saved:
+      logging.info("Done: step %d, checkpoint %s", final, saved)
+    else:
+      logging.info("Done: step %d (the chief saves the checkpoints)", final)
     return final

@@ -196,3 +196,14 @@ def test_each_save_says_so(tmp_path, monkeypatch, caplog):
   _train(_config(tmp_path), Numbers(tmp_path), monkeypatch, caplog)
   assert re.findall(r"Saved (\S+)", caplog.text) == [str(tmp_path / "ckpt-5"),
                                                      str(tmp_path / "ckpt-10")]
+
+
+def test_a_worker_without_a_checkpoint_ends_in_words(tmp_path, caplog):
+  # Before: "[worker:1] Done: step 100, checkpoint None", a Python None in a user's line.
+  backend = Numbers(tmp_path / "worker")
+  backend.step = 100
+  control = driver.Control(_config(tmp_path / "worker"), backend, 2, False, None)
+  caplog.set_level("INFO")
+  assert control.finish() == 100
+  assert "Done: step 100 (the chief saves the checkpoints)" in caplog.text
+  assert "None" not in caplog.text

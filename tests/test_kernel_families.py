@@ -5,9 +5,9 @@ TensorFlow's CPU kernels are oneDNN's, dispatched by the CPU's instruction sets,
 (older AVX2 parts: tfbits.machine). A process started with ONEDNN_MAX_CPU_ISA or
 TF_ENABLE_ONEDNN_OPTS set runs another family; here the contract's core checks (TF2 == v1 ==
 the original's graph: gradients, then weights and averages after steps across decays, at
-N = 2; fp16's recipe at N = 2) run again under each, as a pytest of those tests in a
-fresh process. Between families the bits differ: after one step by rounding only (checked
-here, 1.3e-6 relative measured), after 20 steps by up to 5.5e-2 relative oneDNN off against on
+N = 2; fp16's recipe at N = 2 with oneDNN off) run again under each, as a pytest of those
+tests in a fresh process. Between families the bits differ: after one step by rounding only
+(checked here, 1.3e-6 relative measured), after 20 steps by up to 5.5e-2 relative oneDNN off against on
 (training amplifies rounding; docs/determinism.md has the measurements).
 """
 
@@ -39,9 +39,11 @@ CORE = [
     "tests/test_equivalence.py::test_tower_gradients_are_bit_identical_to_mirrored_gradients[2]",
     "tests/test_equivalence.py::"
     "test_the_porting_kit_finds_towers_and_replicas_bit_identical_step_by_step[2]",
-    "tests/test_precision.py::test_both_trainers_write_the_same_bits_in_each_precision"
-    "[fp16-2-overrides0]",
 ]
+# fp16's recipe where its kernels are another family's: with oneDNN off (TensorFlow's own
+# float16 kernels, which every CPU runs; on AVX-512 FP16 CPUs the trainers refuse oneDNN's).
+FP16 = ("tests/test_precision.py::test_both_trainers_write_the_same_bits_in_each_precision"
+        "[fp16-2-overrides0]")
 # One step of the same run on two families: rounding, not another computation.
 ROUNDING = 1e-5
 
@@ -70,16 +72,13 @@ def default_step(tmp_path_factory):
 
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_the_contracts_core_checks_hold_on_each_kernel_family(family, tmp_path, default_step):
+  checks = CORE + ([FP16] if family == "onednn_off" else [])
   result = subprocess.run(
-      [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", *CORE],
+      [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", *checks],
       env=_env(family), capture_output=True, text=True, timeout=600, cwd=helpers.REPO)
   assert result.returncode == 0, result.stdout[-4000:]
-  # Skipped: only fp16 where this CPU's oneDNN float16 kernels are refused (AVX-512 FP16);
-  # with oneDNN off fp16 runs on every CPU, so every check runs there.
   summary = result.stdout.strip().splitlines()[-1]
-  skipped = 1 if f"{len(CORE) - 1} passed, 1 skipped" in summary else 0
-  assert f"{len(CORE) - skipped} passed" in summary, summary
-  assert not (skipped and family == "onednn_off"), summary
+  assert f"{len(checks)} passed" in summary and "skipped" not in summary, summary
   # Against the default family: one step apart by rounding only (or not at all).
   here = _one_step(family, tmp_path / family)
   for name, value in default_step.weights.items():

@@ -14,6 +14,7 @@ import porting
 from porting import outputs
 from tests import bn_momentum_port as m
 from tests import helpers
+from tests import kills
 
 pytestmark = pytest.mark.filterwarnings("ignore:`tf.layers.")
 
@@ -98,25 +99,8 @@ def test_a_read_only_folder_is_one_line_naming_the_checkpoint(tmp_path, capsys):
   capsys.readouterr()
 
 
-class _Killed(BaseException):
-  """A SIGKILL: nothing the kit catches."""
-
-
-class _Stopping:
-  """outputs.OPS that stops at its `at`-th step: that step and every later one raise."""
-
-  def __init__(self, at):
-    self.at, self.steps = at, 0
-
-  def __getattr__(self, name):
-    real = getattr(outputs.Ops, name)
-
-    def step(*args):
-      self.steps += 1
-      if self.at is not None and self.steps > self.at:
-        raise _Killed()
-      return real(*args)
-    return step
+def _stopping(at):
+  return kills.Stopping(outputs.Ops, at)
 
 
 def _checkpoint(values):
@@ -141,7 +125,7 @@ def test_an_overwrite_stopped_at_any_step_is_old_none_or_new_then_finished(
   # temporary name.
   root = str(tmp_path) if where == "local" else f"ram://{tmp_path.name}-outputs"
   old, new = {"a": 1.0, "b": 2.0}, {"a": 10.0, "b": 20.0}
-  full = _Stopping(None)
+  full = _stopping(None)
   monkeypatch.setattr(outputs, "OPS", full)
   _checkpoint(old).write(f"{root}/probe/ckpt")
   outputs.written(f"{root}/probe/ckpt", _checkpoint(new).write, overwrite=True)
@@ -149,11 +133,11 @@ def test_an_overwrite_stopped_at_any_step_is_old_none_or_new_then_finished(
   for at in range(full.steps):
     prefix = f"{root}/at-{at}/ckpt"
     _checkpoint(old).write(prefix)
-    monkeypatch.setattr(outputs, "OPS", _Stopping(at))
-    with pytest.raises(_Killed):
+    monkeypatch.setattr(outputs, "OPS", _stopping(at))
+    with pytest.raises(kills.Killed):
       outputs.written(prefix, _checkpoint(new).write, overwrite=True)
     assert _state(prefix) in (old, None, new), at
-    monkeypatch.setattr(outputs, "OPS", _Stopping(None))
+    monkeypatch.setattr(outputs, "OPS", _stopping(None))
     outputs.recover(prefix)  # what the next conversion to the prefix does first
     assert _state(prefix) == (old if at == 0 else new), at
     assert sorted(tf.io.gfile.listdir(f"{root}/at-{at}")) == [

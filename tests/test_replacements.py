@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from harness import export_folder
 from harness import recovery
+from tests import kills
 
 OLD = {"saved_model.pb": "old pb", "variables/variables.index": "old index",
        "variables/variables.data-00000-of-00001": "old data"}
@@ -20,25 +21,8 @@ NEW = {"saved_model.pb": "new pb", "variables/variables.index": "new index",
        "assets/vocab.txt": "new asset"}
 
 
-class Killed(BaseException):
-  """A SIGKILL: not an error any handler of the code under test catches."""
-
-
-class Stopping:
-  """export_folder.OPS that stops at its `at`-th step: that step and all after it raise."""
-
-  def __init__(self, at):
-    self.at, self.steps = at, 0
-
-  def __getattr__(self, name):
-    real = getattr(export_folder.Ops, name)
-
-    def step(*args):
-      self.steps += 1
-      if self.at is not None and self.steps > self.at:
-        raise Killed()
-      return real(*args)
-    return step
+def _stopping(at):
+  return kills.Stopping(export_folder.Ops, at)
 
 
 def _write(folder, files):
@@ -73,7 +57,7 @@ def _roots(tmp_path):
 @pytest.mark.parametrize("where", ["local", "ram"])
 def test_an_overwrite_stopped_at_any_step_is_old_absent_or_new_and_then_finished(
     tmp_path, monkeypatch, where):
-  full = Stopping(None)
+  full = _stopping(None)
   monkeypatch.setattr(export_folder, "OPS", full)
   root = _roots(tmp_path)[where == "ram"]
   _write(f"{root}/probe/7", OLD)
@@ -83,12 +67,12 @@ def test_an_overwrite_stopped_at_any_step_is_old_absent_or_new_and_then_finished
   for at in range(full.steps):
     export_dir = f"{root}/at-{at}"
     _write(f"{export_dir}/7", OLD)
-    monkeypatch.setattr(export_folder, "OPS", Stopping(at))
-    with pytest.raises(Killed):
+    monkeypatch.setattr(export_folder, "OPS", _stopping(at))
+    with pytest.raises(kills.Killed):
       _export(export_dir, NEW)
     assert _model(f"{export_dir}/7") in (OLD, None, NEW), at
     # What the next export into the folder does first (of any version: here, 8).
-    monkeypatch.setattr(export_folder, "OPS", Stopping(None))
+    monkeypatch.setattr(export_folder, "OPS", _stopping(None))
     with export_folder.exported(export_dir, 8, overwrite=False) as folder:
       _write(folder, NEW)
     if at == 0:  # stopped before the new model was marked whole: the old one stays
