@@ -22,16 +22,21 @@ class _Clock:
     return self.now
 
 
-def test_progress_lines_time_tracing_apart_and_take_the_eta_from_a_steady_rate(
-    monkeypatch, caplog):
-  """Before: the first line's examples/sec was the tracing's, and the ETA came from the last
-  10 steps alone (2:09:25, 7:14:36, 2:13:36 within a minute of one run)."""
+def _logger(monkeypatch, caplog, **kwargs):
+  """(a fake clock, a StepLogger of log_frequency 10 from step 0 reading it), its lines
+  captured."""
   clock = _Clock()
   monkeypatch.setattr(progress.time, "time", clock)
   logging.set_verbosity(logging.INFO)
   caplog.set_level(std_logging.INFO)
-  logger = progress.StepLogger(start_step=0, max_steps=1000, global_batch_size=64,
-                               log_frequency=10)
+  return clock, progress.StepLogger(start_step=0, log_frequency=10, **kwargs)
+
+
+def test_progress_lines_time_tracing_apart_and_take_the_eta_from_a_steady_rate(
+    monkeypatch, caplog):
+  """Before: the first line's examples/sec was the tracing's, and the ETA came from the last
+  10 steps alone (2:09:25, 7:14:36, 2:13:36 within a minute of one run)."""
+  clock, logger = _logger(monkeypatch, caplog, max_steps=1000, global_batch_size=64)
   clock.now += 5.0  # the first step: tracing
   logger.after_step(0, lambda: 4.5)
   for step in range(1, 21):
@@ -55,12 +60,7 @@ def test_progress_lines_time_tracing_apart_and_take_the_eta_from_a_steady_rate(
 
 def test_progress_lines_carry_the_steps_learning_rate(monkeypatch, caplog):
   # What Keras's bar and Model Garden's logs show and the line did not: the rate of the step.
-  clock = _Clock()
-  monkeypatch.setattr(progress.time, "time", clock)
-  logging.set_verbosity(logging.INFO)
-  caplog.set_level(std_logging.INFO)
-  logger = progress.StepLogger(start_step=0, max_steps=1000000, global_batch_size=128,
-                               log_frequency=10)
+  clock, logger = _logger(monkeypatch, caplog, max_steps=1000000, global_batch_size=128)
   clock.now += 5.0
   logger.after_step(0, lambda: 2.5, lambda: 0.1)
   clock.now += 0.125
