@@ -7,6 +7,7 @@ from absl import flags
 
 from cifar10.errors import UsageError
 from harness import flag_ranges
+from tfbits import filesystems
 
 WEIGHTS = ("averages", "raw")
 
@@ -39,6 +40,9 @@ def export_config(values):
   if not (values.checkpoint_dir and values.export_dir):
     raise UsageError("name the checkpoint and where it goes: --checkpoint_dir=... "
                      "--export_dir=...")
+  if filesystems.absent_locally(values.checkpoint_dir):  # before TensorFlow is imported
+    raise UsageError(f"no checkpoint at {values.checkpoint_dir!r} (expected a folder or a "
+                     "prefix with a .index file)")
   return ExportConfig(checkpoint_dir=values.checkpoint_dir, export_dir=values.export_dir,
                       version=values.version, weights=values.weights,
                       overwrite=values.overwrite)

@@ -12,8 +12,10 @@ import os
 from absl import flags
 
 from cifar10 import config
+from cifar10.errors import UsageError
 from harness import flag_ranges
 from harness import profiling
+from tfbits import filesystems
 
 
 def default(cls, name):
@@ -178,6 +180,10 @@ def define_eval_flags(fv):
 
 
 def eval_config(values):
+  if values.run_once and filesystems.absent_locally(values.checkpoint_dir):
+    # Before TensorFlow is imported (continuous evaluation may start before the trainer).
+    raise UsageError(f"no checkpoint at {values.checkpoint_dir!r} (expected a folder or a "
+                     "prefix with a .index file)")
   return config.EvalConfig(
       checkpoint_dir=values.checkpoint_dir,
       eval_dir=values.eval_dir or os.path.join(values.checkpoint_dir, "eval"),

@@ -20,6 +20,7 @@ from absl import flags
 from cifar10.errors import UsageError
 from harness import cli
 from harness import export_options
+from tfbits import filesystems
 
 
 def define_flags(fv):
@@ -30,6 +31,9 @@ def main(values, files):
   if not (values.model and files):
     raise UsageError("name the model and the images: --model=<export_dir or checkpoint_dir> "
                      "image.png ...")
+  if filesystems.absent_locally(values.model):  # before TensorFlow is imported
+    raise UsageError(f"--model={values.model}: no such folder or file (an export_dir, a "
+                     "version folder of one, or a checkpoint folder or prefix)")
   from strategies import classify  # pylint: disable=g-import-not-at-top
   return classify.run(values.model, files, values.top_k)
 

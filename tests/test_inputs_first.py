@@ -141,3 +141,26 @@ def test_a_waiting_evaluator_says_so_and_ctrl_c_there_is_a_clean_end(evaluator, 
   assert f"Waiting for a new checkpoint in {train_dir} (looking every 30 s" in result.stderr
   assert "Ctrl-C: stopped waiting for checkpoints" in result.stderr
   assert "error" not in result.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("command", [
+    ("strategies.export", "--checkpoint_dir=/nonexistent/run", "--export_dir=/tmp/unused"),
+    ("compat_v1.export", "--checkpoint_dir=/nonexistent/run", "--export_dir=/tmp/unused"),
+    ("strategies.eval", "--checkpoint_dir=/nonexistent/run", "--run_once"),
+    ("compat_v1.eval", "--checkpoint_dir=/nonexistent/run", "--run_once"),
+    ("strategies.predict", "--model=/nonexistent/run", "/tmp/unused.png"),
+])
+def test_a_missing_local_path_is_refused_before_tensorflow_is_imported(command, tmp_path):
+  # Before: each imported TensorFlow first (~4 s on 2 cores, ~10 s on a busy box) to say
+  # that a mistyped path holds nothing. A `tensorflow` that refuses to be imported stands in
+  # for the real one at the boundary.
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  (tmp_path / "tensorflow").mkdir()
+  (tmp_path / "tensorflow" / "__init__.py").write_text(
+      "raise ImportError('tensorflow was imported')\n")
+  result = subprocess.run([sys.executable, "-m", *command], capture_output=True, text=True,
+                          timeout=60, cwd="/", env=dict(
+                              helpers.env(), PYTHONPATH=f"{tmp_path}:{helpers.REPO}"))
+  line = helpers.check_one_line(result, "/nonexistent/run")
+  assert "no checkpoint at '/nonexistent/run'" in line or "no such folder or file" in line

@@ -2,6 +2,7 @@
 with plug-ins; a typo has none): asked before anything reads or writes the path, so that the
 answer is one line, not an UnimplementedError from deep inside a reader."""
 
+import os
 import re
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -25,3 +26,12 @@ def missing(path):
   have = ", ".join(f"{s}://" for s in sorted(schemes) if s)
   return (f"TensorFlow has no filesystem for {match[1]}:// here (it has {have} and local "
           "paths); install the plug-in that adds it, or give a path it has")
+
+
+def absent_locally(path):
+  """Whether `path` is a local path (no URL scheme) with nothing there: no file or folder, nor
+  a checkpoint prefix's .index. Pure Python: a binary asks it before TensorFlow is imported
+  (~4 s on 2 cores, ~10 s on a busy box), so a mistyped path is answered at once."""
+  if not path or _SCHEME.match(path):
+    return False
+  return not os.path.exists(path) and not os.path.exists(path + ".index")
