@@ -14,6 +14,7 @@ import tensorflow as tf
 from cifar10.errors import UsageError
 from harness import determinism
 from harness import gpu_runtime
+from harness import progress
 
 
 def setup(config):
@@ -33,7 +34,7 @@ def setup(config):
     proto.device_count["CPU"] = config.num_gpus
     if config.num_gpus > 1:
       logging.info("No GPU in use: running %d towers on %d CPU devices (%s)", config.num_gpus,
-                   config.num_gpus, ", ".join(names))
+                   config.num_gpus, progress.device_list(names))
     return names, proto
   options = proto.gpu_options
   options.allow_growth = config.allow_growth

@@ -28,6 +28,7 @@ from cifar10.errors import UsageError
 from harness import cluster
 from harness import determinism
 from harness import gpu_runtime
+from harness import progress
 from harness import watchdog
 
 STRATEGIES = ("mirrored", "one_device", "multi_worker_mirrored", "parameter_server")
@@ -59,7 +60,7 @@ def setup(config):
             cpu, [tf.config.LogicalDeviceConfiguration()] * config.num_gpus)
       # "Devices", not "replicas": examples.model_parallel puts one model on two of them.
       logging.info("No GPU in use: %d logical CPU devices stand in for %d GPUs (%s)",
-                   config.num_gpus, config.num_gpus, ", ".join(names))
+                   config.num_gpus, config.num_gpus, progress.device_list(names))
     determinism.apply(config.deterministic)
     tf.config.set_soft_device_placement(config.soft_placement)
     tf.debugging.set_log_device_placement(config.log_device_placement)

@@ -77,6 +77,8 @@ def test_devices_on_a_line_are_runs_of_indices():
   assert progress.device_list(["CPU:0", "CPU:1"]) == "CPU:0-1"
   assert progress.device_list([f"GPU:{i}" for i in range(8)]) == "GPU:0-7"
   assert progress.device_list(["GPU:0", "GPU:2", "GPU:3", "cpu:0"]) == "GPU:0, GPU:2-3, cpu:0"
+  # The start lines' names as the trainers hold them: 8 of them fit a line as 2 do.
+  assert progress.device_list([f"/cpu:{i}" for i in range(8)]) == "/cpu:0-7"
 
 
 def test_the_binaries_log_lines_carry_a_short_prefix():
