@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 _PR_SET_PDEATHSIG = 1
 
@@ -41,7 +42,6 @@ class Progress:
   results alone). Before, a run of several children printed nothing for minutes."""
 
   def __init__(self, total, clock=None):
-    import time  # pylint: disable=g-import-not-at-top
     self.total, self.done, self.clock = total, 0, clock or time.monotonic
     self.start = self.clock()
 

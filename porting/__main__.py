@@ -110,7 +110,9 @@ def main(values, args):
   # TensorFlow's Python log is not the kit's screen (the report and one line are): its
   # per-variable "Reduce to /cpu:0" INFO lines after the report, the "Error reported to
   # Coordinator" traceback before the kit's line for a replica loss that raises, the
-  # saver's absl lines. Set back after a run in this process; left quiet after a failure.
+  # saver's absl lines. Set back after a run in this process; left quiet after a failure,
+  # so that the error line stays the last line (a failed restore leaves tf.train.Checkpoint
+  # objects whose clean-up at exit logs ~20 "unrestored values" warnings).
   loggers = {name: logging.getLogger(name).level for name in ("tensorflow", "absl")}
   logging.getLogger("tensorflow").setLevel(logging.CRITICAL)
   logging.getLogger("absl").setLevel(logging.ERROR)
@@ -157,23 +159,13 @@ def _run(values, command, paths):
                                         tf1_checkpoint=values.tf1_checkpoint))
     if alone:
       print(f"carried from {values.tf1_checkpoint}: {', '.join(alone)}")
-  except PortError:
-    _quiet_at_exit()
-    raise
   except SystemExit as e:  # the team's module or tower code exited: there is no verdict
-    _quiet_at_exit()
     raise PortError(_where(e, f"exited (sys.exit({e.code!r}))") + "; no comparison ran "
                      "to its end") from None
+  except PortError:
+    raise
   except Exception as e:  # pylint: disable=broad-except  # the team's own code failed
-    _quiet_at_exit()
     raise PortError(_where(e)) from None
-
-
-def _quiet_at_exit():
-  """The error line is the last line: a failed restore leaves tf.train.Checkpoint objects
-  whose clean-up at exit logs ~20 "unrestored values" warnings after it (measured with
-  tf2_to_tf1 of another model's checkpoint); TensorFlow's Python log is closed first."""
-  logging.getLogger("tensorflow").setLevel(logging.ERROR)
 
 
 # TensorFlow 1.15's Python lives in tensorflow_core.
