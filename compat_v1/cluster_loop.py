@@ -54,7 +54,7 @@ def _quiet_token_queue(args):
   is the normal end of a synchronous job, not a failure worth a traceback."""
   if args.thread is not None and args.thread.name.startswith("QueueRunnerThread-sync_token_q") \
       and issubclass(args.exc_type, tf.errors.OpError):
-    logging.info("%s stopped at close (%s)", args.thread.name, args.exc_type.__name__)
+    logging.vlog(1, "%s stopped at close (%s)", args.thread.name, args.exc_type.__name__)
     return
   threading.__excepthook__(args)
 

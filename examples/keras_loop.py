@@ -32,6 +32,7 @@ from cifar10 import input_pipeline
 from cifar10 import precision
 from examples import keras_model
 from harness import driver
+from harness import progress
 from harness import run_errors
 from strategies import loop
 
@@ -125,8 +126,9 @@ class Backend(loop.CheckpointedBackend):
     self.dataset = input_pipeline.train_dataset(
         source, seed=config.seed, global_batch_size=config.global_batch_size(self.n),
         start_step=step)
-    logging.info("Keras fit of %s on %d replica(s) %s, global batch %d, from step %d",
-                 config.dataset, self.n, self.strategy.extended.worker_devices,
+    logging.info("Keras fit of %s on %d replica(s) (%s), global batch %d, from step %d",
+                 config.dataset, self.n, progress.device_list(
+                     d.rsplit("/device:", 1)[-1] for d in self.strategy.extended.worker_devices),
                  config.global_batch_size(self.n), step)
     self.board = _TensorBoard(step, log_dir=config.train_dir,
                               update_freq=config.save_summaries_steps)

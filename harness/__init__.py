@@ -30,7 +30,6 @@ nothing of `porting` (tests/test_layers.py).
   progress    the original's step lines; the evaluators' results, on standard output
   profiling   --profile_steps: a TensorBoard profile of a window of steps
   polling     the evaluators' wait for new checkpoints
-  quiet       TensorFlow's import-time noise kept off the first screen
   watchdog    bounded waits for peers that TensorFlow would wait for forever
   gpu_memory  the total memory of each GPU, as nvidia-smi reports it
   gpu_runtime the run's GPUs and memory settings in TensorFlow's eager runtime (tf.config)

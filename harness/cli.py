@@ -27,7 +27,7 @@ from absl import logging
 from cifar10.errors import UsageError
 from harness import flag_ranges
 from harness import progress
-from harness import quiet
+from tfbits import quiet
 from harness import run_errors
 from harness import usage
 from tfbits import filesystems
@@ -141,16 +141,21 @@ def _fail(message, status=2):
   raise Exit(status)
 
 
-def _main(main, values, args, takes_args):
-  """Runs main with the error mapping of the module docstring; raises Exit on failure."""
+def _main(main, values, args, takes_args, own_process=False):
+  """Runs main with the error mapping of the module docstring; raises Exit on failure.
+  `own_process`: the binary is this process (`python -m`), whose descriptor 2 it may filter
+  for its whole life; not in a test's process."""
   if args and not takes_args:
     _fail(f"unexpected arguments: {' '.join(args)}")
   # INFO (the progress lines) unless --verbosity was given; 1 and up also brings back what
-  # harness.quiet keeps off the first screen.
+  # tfbits.quiet keeps off the first screen.
   given = "verbosity" in values and values["verbosity"].present
   if not given:
     logging.set_verbosity(logging.INFO)
-  quiet.install(verbose=given and values["verbosity"].value >= 1)
+  verbose = given and values["verbosity"].value >= 1
+  quiet.install(verbose=verbose)
+  if own_process and not verbose:
+    quiet.filter_native_stderr()
   try:
     check_paths((f"--{name}", url) for name, url in flag_ranges.urls(values))
     return main(values, args) if takes_args else main(values)
@@ -219,7 +224,7 @@ def app_run(fv, define_flags, main, takes_args=False):
   def run(argv):
     progress.use_short_prefix()  # after app.run installed absl's handler
     try:
-      sys.exit(_status(_main(main, fv, argv[1:], takes_args)))
+      sys.exit(_status(_main(main, fv, argv[1:], takes_args, own_process=True)))
     except Exit as e:
       sys.exit(e.status)
 

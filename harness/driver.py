@@ -118,7 +118,7 @@ class Control:
     # The kernels this process's bits come from (docs/determinism.md: the contract holds on
     # one kind of machine with the same settings).
     # Without the CPU's instruction sets (a hundred columns of flags): run_config.json has them.
-    logging.info("Machine: %s", machine.describe().line(isa=False))
+    progress.log_machine(machine.describe())
     resume_from, keep = recovery.recover(config.train_dir, repair=self.chief,
                                            max_to_keep=config.max_checkpoints_to_keep)
     if resume_from:

@@ -144,9 +144,10 @@ class _IntegersParser(flags.ListParser):
     return "integer list"
 
 
-# The definitions take absl's arguments (name, default, help, flag_values) and add the range.
-def integer(name, default, help_text, flag_values):
-  low, high = INTEGERS[name]
+# The definitions take absl's arguments (name, default, help, flag_values) and add the range:
+# `bounds` where a flag of one binary declares its own, else its row above.
+def integer(name, default, help_text, flag_values, bounds=None):
+  low, high = bounds or INTEGERS[name]
   flags.DEFINE_integer(name, default, help_text, lower_bound=low, upper_bound=high,
                        flag_values=flag_values)
 

@@ -19,6 +19,7 @@ from cifar10 import checkpoints
 from cifar10 import data_sources
 from cifar10.errors import UsageError
 from harness import ownership
+from harness import progress
 from harness import run_folder
 from tfbits import machine
 
@@ -98,7 +99,7 @@ def evaluate_each(evaluate, config):
   cluster's evaluator task: the chief's final step), or at a Ctrl-C while it waits (exit
   status 0: nothing was interrupted), or never."""
   # The kernels its logits come from, as a training run names them (harness.driver).
-  logging.info("Machine: %s", machine.describe().line(isa=False))
+  progress.log_machine(machine.describe())
   if config.run_once:
     tried = None
     while True:  # the newest checkpoint, even if the one found first is deleted meanwhile

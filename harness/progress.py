@@ -23,6 +23,25 @@ from absl import logging
 from harness import cadence
 
 
+WIDTH = 100  # columns of a log line, its `HH:MM:SS ` prefix included (docs/training.md)
+PREFIX = len("00:00:00 ")
+
+
+def log_machine(described):
+  """The start's `Machine: ...` line (tfbits.machine's, without the instruction sets),
+  broken at its commas into indented lines where a long CPU name or GPU list would pass
+  WIDTH."""
+  lines, line = [], "Machine: "
+  for part in described.parts(isa=False):
+    piece = part if line.endswith(": ") else ", " + part
+    if PREFIX + len(line) + len(piece) > WIDTH and not line.endswith(": "):
+      lines.append(line + ",")
+      line, piece = "  ", part
+    line += piece
+  for text in lines + [line]:
+    logging.info("%s", text)
+
+
 class StepLogger:
   """Call `after_step(step, loss_fn)` once per step; loss_fn is only called on log steps."""
 

@@ -109,10 +109,9 @@ def _checked(config, replicas):
     # Checkpoints and no record: a run of an older version, of the original tutorial, or one
     # whose record was deleted. Its settings are unknown, so none are taken silently.
     if not config.override_run_config:
-      raise UsageError(f"--train_dir={config.train_dir} holds checkpoints but no record of "
-                       f"their run's settings ({RECORD}): pass --override_run_config to "
-                       "continue it with these, or start a new run in an empty --train_dir "
-                       f"(--init_from={config.train_dir} keeps its weights)")
+      raise UsageError(f"--train_dir={config.train_dir} holds checkpoints but no {RECORD} of "
+                       "their settings: pass --override_run_config to go on with these, or "
+                       "use a new --train_dir (--init_from keeps the weights)")
     logging.warning("Recording these settings for the run in %s, as --override_run_config "
                     "asks (it had no record)", config.train_dir)
     return {"settings": now, "history": []}
@@ -124,10 +123,9 @@ def _checked(config, replicas):
   what = ", ".join(f"{FLAGS[name]} was {_show(old)}, now {_show(new)}"
                    for name, (old, new) in changed.items())
   if not config.override_run_config:
-    raise UsageError(f"--train_dir={config.train_dir} holds a run with other settings "
-                     f"({what}); continue it with its own, start a new run in an empty "
-                     f"--train_dir (--init_from={config.train_dir} keeps its weights), or "
-                     "pass --override_run_config to go on with these on purpose")
+    raise UsageError(f"--train_dir={config.train_dir} holds a run of other settings "
+                     f"({what}): rerun with its own, use a new --train_dir (--init_from "
+                     "keeps the weights), or pass --override_run_config")
   logging.warning("Continuing %s with other settings, as --override_run_config asks: %s",
                   config.train_dir, what)
   history = record.get("history", []) + [{name: old for name, (old, _) in changed.items()}]

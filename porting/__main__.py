@@ -245,6 +245,11 @@ def command_line():
       fail("a --flagfile is not UTF-8 text: save it as UTF-8, one --flag=value per line")
 
   def run(argv):
+    from tfbits import quiet  # pylint: disable=g-import-not-at-top
+    verbose = flags.FLAGS["verbosity"].present and flags.FLAGS.verbosity >= 1
+    quiet.install(verbose=verbose)  # TensorFlow's first screen is not the kit's either
+    if not verbose:
+      quiet.filter_native_stderr()
     try:
       sys.exit(main(flags.FLAGS, argv[1:]) or 0)
     except PortError as e:

@@ -6,5 +6,5 @@
 train -> devices (set-up, get_strategy) -> loop (or cluster_loop: harness.driver backends)
 -> step (the compiled step over the variables of state), fed by inputs, summarised with
 histograms; eval -> evaluator; launch; export -> saved_model (the SavedModel); predict ->
-classify. compat_v1 has the same files for the same jobs; this package never imports it.
+classify; sample_images (a split's examples as PNG files). compat_v1 has the same files for the same jobs; this package never imports it.
 """

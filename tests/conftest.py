@@ -14,7 +14,7 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from harness import quiet  # pylint: disable=g-import-not-at-top
+from tfbits import quiet  # pylint: disable=g-import-not-at-top
 
 NUM_LOGICAL_CPUS = 4
 

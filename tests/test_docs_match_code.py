@@ -128,12 +128,14 @@ def test_readme_runs_in_the_order_shown(tmp_path, capsys):
   for module, args in exports:
     result = helpers.call(module, *map(here, args))
     assert result.returncode == 0 and result.stdout.endswith("/4\n"), result.stderr[-2000:]
-  with open(os.path.join(helpers.REPO, "README.md"), encoding="utf-8") as f:
-    write_image, = re.findall(r"`python -c \"(.*?)\"`", f.read())
-  exec(write_image.replace("/tmp/", f"{tmp_path}/"), {})  # pylint: disable=exec-used
+  (_, sample), = [(m, a) for m, a in commands if m == "strategies.sample_images"]
+  result = helpers.call("strategies.sample_images",
+                        *(str(tmp_path) if a == "/tmp" else a for a in sample))
+  names = "|".join(serving.CLASS_NAMES)
+  assert result.returncode == 0 and re.fullmatch(
+      rf"{tmp_path}/test0.png: ({names}) \(label \d\)\n", result.stdout), result
   (_, predict), = [(m, a) for m, a in commands if m == "strategies.predict"]
   result = helpers.call("strategies.predict", *map(here, predict))
-  names = "|".join(serving.CLASS_NAMES)
   assert result.returncode == 0 and re.fullmatch(
       rf"{tmp_path}/test0.png: (?:({names}) \d\.\d{{3}}(?:, |\n)){{3}}", result.stdout), \
       result.stdout + result.stderr[-2000:]

@@ -10,7 +10,7 @@ from absl import logging
 import pytest
 
 from harness import progress
-from harness import quiet
+from tfbits import quiet
 from tests import helpers
 
 
@@ -112,12 +112,57 @@ def test_native_noise_is_held_back_and_every_other_line_shown(capfd):
   assert err == "E0000 00:00:1.5 1 something.cc:1] a real error\n" + "x" * 200000 + "\n"
 
 
+# TensorFlow 2.21's own lines, as a Keras fit and a SyncReplicas job's ps task wrote them.
+_RUN_NOISE = (
+    "W0000 00:00:1795705947.593209   28058 dataset.cc:997] Input of GeneratorDatasetOp::Dataset"
+    " will not be optimized because the dataset does not implement the AsGraphDefInternal() "
+    "method needed to apply optimizations.\n"
+    "W0000 00:00:1795705854.188547   26175 local_rendezvous.cc:412] Local rendezvous is aborting"
+    " with status: CANCELLED: TakeGrad operation was cancelled\n"
+    "\t [[{{node sync_replicas/ResourceAccumulatorTakeGradient_9}}]] "
+    "[type.googleapis.com/tensorflow.DerivedStatus='']\n")
+
+
+@pytest.mark.parametrize("end", ["exit", "abort"])
+def test_a_binarys_stderr_passes_a_filter_for_its_whole_life(end):
+  # After the import: TensorFlow's notes of doing what it should are dropped, every other
+  # line kept in order, the line before exit out before the process ends, and a crash's
+  # last line still out (the filter is a process of its own, not a thread that dies too).
+  code = ("import os, sys; from tfbits import quiet; quiet.filter_native_stderr(); "
+          "os.write(2, sys.argv[1].encode()); print('W 00:00:01 ours', file=sys.stderr); "
+          "os.write(2, b'\\t [[a tab-indented line of ours]]\\n'); "
+          "os.write(2, b'E0000 something.cc:1] a real error\\n'); "
+          "sys.stderr.write('last line, no newline'); sys.stderr.flush(); "
+          + ("os.abort()" if end == "abort" else "sys.exit(3)"))
+  result = subprocess.run([sys.executable, "-c", code, _RUN_NOISE], capture_output=True,
+                          text=True, env=helpers.env(), timeout=60, cwd=helpers.REPO)
+  assert result.returncode == (-6 if end == "abort" else 3)
+  assert result.stderr == ("W 00:00:01 ours\n\t [[a tab-indented line of ours]]\n"
+                           "E0000 something.cc:1] a real error\nlast line, no newline")
+
+
+def test_tensorflows_deprecation_notices_are_dropped_and_its_other_warnings_kept():
+  import logging as std  # pylint: disable=g-import-not-at-top
+  quiet.install(verbose=False)
+  try:
+    tf_logger = std.getLogger("tensorflow")
+    notice = std.LogRecord("tensorflow", std.WARNING, "/x/tensorflow/python/util/deprecation.py",
+                           1, "From step.py:134: SyncReplicasOptimizer.__init__ is deprecated",
+                           (), None)
+    other = std.LogRecord("tensorflow", std.WARNING, "/x/tensorflow/python/ops/a.py", 1, "w",
+                          (), None)
+    assert not tf_logger.filter(notice) and tf_logger.filter(other)
+  finally:
+    quiet.install(verbose=True)  # this process's loggers as they were
+    assert tf_logger.filter(notice)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("verbosity,shown", [(None, False), ("1", True)])
 def test_importing_tensorflow_says_nothing_unless_verbosity_asks(verbosity, shown):
   # A fresh interpreter, as a user's binary starts: TensorFlow's import-time lines
   # (several on this machine without a GPU) are gone, and --verbosity=1 brings them back.
-  code = ("from harness import quiet; import sys; quiet.install(verbose=sys.argv[1] == '1'); "
+  code = ("from tfbits import quiet; import sys; quiet.install(verbose=sys.argv[1] == '1'); "
           "import tensorflow as tf; tf.constant(1.0) + 1.0; print('done', flush=True)")
   env = dict(helpers.env())
   env.pop("TF_CPP_MIN_LOG_LEVEL", None)

@@ -2,6 +2,7 @@
 pick TensorFlow's kernels, oneDNN on or off as TensorFlow decides it, the versions, the GPUs;
 and that every run log, the kit's report and the equivalence report carry it."""
 
+import dataclasses
 import subprocess
 
 import pytest
@@ -102,6 +103,25 @@ def test_the_kits_report_says_where_it_ran():
   report = porting.compare(m.port(), m.batches(1, steps=1), replicas=1, steps=1)
   assert report.machine == machine.describe()
   assert report.text().split("\n")[1] == f"  machine: {machine.describe().line()}"
+
+
+def test_a_long_machine_line_breaks_at_its_commas_within_the_width(caplog):
+  from harness import progress  # pylint: disable=g-import-not-at-top
+  caplog.set_level("INFO")
+  server = machine.Machine(
+      cpu="Intel(R) Xeon(R) Platinum 8480+", cpus=224, isa=("avx2",), onednn=True,
+      onednn_max_isa=None, tensorflow="2.21.0", keras="3.15.1",
+      gpus=("NVIDIA H100 80GB HBM3",) * 8, gpu_driver="550.54.15")
+  progress.log_machine(server)
+  assert caplog.messages == [
+      "Machine: Intel(R) Xeon(R) Platinum 8480+, 224 CPUs, oneDNN on, TensorFlow 2.21.0,",
+      "  Keras 3.15.1, GPUs: 8 x NVIDIA H100 80GB HBM3, driver 550.54.15"]
+  assert max(map(len, caplog.messages)) + len("00:00:00 ") <= 100
+  caplog.clear()
+  progress.log_machine(dataclasses.replace(server, cpu="AMD EPYC", cpus=2, gpus=(),
+                                           gpu_driver=None))
+  assert caplog.messages == [
+      "Machine: AMD EPYC, 2 CPUs, oneDNN on, TensorFlow 2.21.0, Keras 3.15.1, no GPU"]
 
 
 def test_a_training_run_and_its_evaluation_log_their_machine(tmp_path, caplog):

@@ -109,8 +109,8 @@ def test_an_original_checkpoint_in_train_dir_points_to_init_from(original, tmp_p
     train_dir = tmp_path / run.__name__
     shutil.copytree(root / "fp32", train_dir)
     # It has no record of its settings: none are taken silently, and --init_from is named.
-    with pytest.raises(UsageError, match="holds checkpoints but no record of their run's "
-                       f"settings .*--init_from={train_dir} keeps its weights"):
+    with pytest.raises(UsageError, match="holds checkpoints but no run_config.json of their "
+                       "settings: .*--init_from keeps the weights"):
       _continue(run, train_dir, None, *args)
     # Taken on purpose, it still cannot be restored as a run of ours.
     # (The original's `checkpoint` index holds absolute paths: the copy names the original.)

@@ -36,10 +36,9 @@ def test_a_restart_with_other_settings_is_refused_before_anything_is_written(tra
   with pytest.raises(UsageError) as refused:
     train(other)
   assert str(refused.value) == (
-      f"--train_dir={tmp_path} holds a run with other settings (--batch_size was 4, now 8, "
-      "--learning_rate was 0.1, now 0.05); continue it with its own, start a new run in an "
-      f"empty --train_dir (--init_from={tmp_path} keeps its weights), or pass "
-      "--override_run_config to go on with these on purpose")
+      f"--train_dir={tmp_path} holds a run of other settings (--batch_size was 4, now 8, "
+      "--learning_rate was 0.1, now 0.05): rerun with its own, use a new --train_dir "
+      "(--init_from keeps the weights), or pass --override_run_config")
   assert _files(tmp_path) == before
   # On purpose: it continues from step 1 with the new settings, and the record keeps what
   # they replaced.
@@ -63,11 +62,10 @@ def test_the_quickstart_folder_reused_by_a_real_run_is_one_line(tmp_path):
                         "--max_steps=2", "--precision=bf16", f"--train_dir={tmp_path}")
   assert result.returncode == 2
   assert helpers.error_line(result) == (
-      f"error: --train_dir={tmp_path} holds a run with other settings (--batch_size was 32, "
+      f"error: --train_dir={tmp_path} holds a run of other settings (--batch_size was 32, "
       "now 128, --num_gpus or the cluster's size was 1, now 2, --precision was \"fp32\", now "
-      "\"bf16\"); continue it with its own, start a new run in an empty --train_dir "
-      f"(--init_from={tmp_path} keeps its weights), or pass --override_run_config to go on "
-      "with these on purpose")
+      "\"bf16\"): rerun with its own, use a new --train_dir (--init_from keeps the weights), "
+      "or pass --override_run_config")
 
 
 def test_a_folder_without_a_checkpoint_holds_no_run_and_one_without_a_record_takes_none(
@@ -83,9 +81,9 @@ def test_a_folder_without_a_checkpoint_holds_no_run_and_one_without_a_record_tak
   old.mkdir()
   (old / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-5"\n')
   with pytest.raises(UsageError, match=re.escape(
-      f"--train_dir={old} holds checkpoints but no record of their run's settings "
-      "(run_config.json): pass --override_run_config to continue it with these, or start a "
-      f"new run in an empty --train_dir (--init_from={old} keeps its weights)")):
+      f"--train_dir={old} holds checkpoints but no run_config.json of their settings: pass "
+      "--override_run_config to go on with these, or use a new --train_dir (--init_from "
+      "keeps the weights)")):
     run_record.check(dataclasses.replace(fresh, train_dir=str(old)), 2)
   record = run_record.check(dataclasses.replace(fresh, train_dir=str(old),
                                                 override_run_config=True), 2)
@@ -105,7 +103,7 @@ def test_deleting_a_damaged_record_does_not_open_the_folder_to_other_settings(tr
   assert "restore it, or pass --override_run_config" in line and "delete" not in line
   (tmp_path / run_record.RECORD).unlink()  # what the old advice said to do
   helpers.check_one_line(helpers.call(trainer, *common, "--batch_size=16", "--max_steps=2"),
-                         "holds checkpoints but no record of their run's settings")
+                         "holds checkpoints but no run_config.json of their settings")
 
 
 @pytest.mark.parametrize("kind", ["folder", "fifo"])

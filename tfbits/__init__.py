@@ -6,10 +6,12 @@
                gated_bias_add (a convolution bias with TF1's gated gradient) and replica_mean
                (replicas averaged as average_gradients averages towers)
   filesystems  whether TensorFlow has a filesystem for a path's URL scheme here
+  quiet        TensorFlow's noise kept off every binary's screen (its import-time lines,
+               the run-time notes of it doing what it should, deprecations of TF1 APIs)
   errors       OneLineError: what every binary shows as `error: <message>`, exit 2 (cifar10's
                UsageError and porting's PortError are both)
 
-It imports only the standard library, numpy and TensorFlow (1.15 included: the recorder
+It imports only the standard library, absl, numpy and TensorFlow (1.15 included: the recorder
 installs it beside `porting`), so a change to the kit for a team's model cannot change the
 trainers' bits, nor a change to the trainers the kit's.
 """

@@ -52,6 +52,10 @@ class Machine:
 
   def line(self, isa=True):
     """One line: CPU, ISA (unless not `isa`), oneDNN, versions, GPUs."""
+    return ", ".join(self.parts(isa))
+
+  def parts(self, isa=True):
+    """line()'s comma-separated parts, where a wrapped line may break."""
     onednn = "oneDNN " + ("on" if self.onednn else "off")
     if self.onednn_max_isa:
       onednn += f" (ONEDNN_MAX_CPU_ISA={self.onednn_max_isa})"
@@ -62,8 +66,8 @@ class Machine:
     else:
       gpus = "no GPU"
     sets = f" ({' '.join(self.isa) or 'no AVX2'})" if isa else ""
-    return (f"{self.cpu}, {self.cpus} CPUs{sets}, {onednn}, "
-            f"TensorFlow {self.tensorflow}, Keras {self.keras}, {gpus}")
+    return [self.cpu, f"{self.cpus} CPUs{sets}", onednn, f"TensorFlow {self.tensorflow}",
+            f"Keras {self.keras}", gpus]
 
   def as_dict(self):
     out = dataclasses.asdict(self)
