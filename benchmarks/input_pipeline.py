@@ -22,6 +22,7 @@ import time
 from absl import flags
 
 from benchmarks import children
+from cifar10 import config
 from cifar10.errors import UsageError
 from harness import cli
 from harness import flag_ranges
@@ -29,16 +30,19 @@ from harness import flag_ranges
 
 def define_flags(fv):
   flag_ranges.integers("threads", ["1", "2"], "Thread (and core) counts to measure.",
-                       flag_values=fv)
+                       flag_values=fv, bounds=(1, config.MAX_THREADS),
+                       applies="at most this machine's cores")
   flag_ranges.integer("batch_size", 128, "Examples per batch (a global batch).",
                       flag_values=fv)
   flag_ranges.integer("examples", 20000, "Examples timed, after --warmup_examples.",
-                      flag_values=fv)
+                      flag_values=fv, bounds=(1, 2 ** 31 - 1))
   flag_ranges.integer("warmup_examples", 2560, "Examples made first, untimed.",
-                      flag_values=fv)
-  flag_ranges.integer("target", 50000, "The GPU's appetite, examples/sec.", flag_values=fv)
+                      flag_values=fv, bounds=(0, 2 ** 31 - 1))
+  flag_ranges.integer("target", 50000, "The GPU's appetite, examples/sec.", flag_values=fv,
+                      bounds=(1, 2 ** 31 - 1))
   flag_ranges.integer("child_threads", 0, "Internal: measure with this many threads.",
-                      flag_values=fv)
+                      flag_values=fv, bounds=(0, config.MAX_THREADS),  # 0: not a child
+                      applies="internal (a measurement's own process)")
 
 
 def measure(threads, batch_size, examples, warmup_examples):

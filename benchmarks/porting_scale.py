@@ -26,16 +26,21 @@ from cifar10.errors import UsageError
 from harness import cli
 from harness import flag_ranges
 
+MAX_HIDDEN = 65536  # units of a dense layer (~17G parameters)
+
 SIZE, CLASSES, FILTERS = 32, 10, (64, 128, 256)
 BATCH = 16
 
 
 def define_flags(fv):
   flag_ranges.integers("hidden", ["3072"], "Units of each of the two dense layers, one size "
-                       "per value (3072: ~20M parameters; 8192: ~100M).", flag_values=fv)
+                       "per value (3072: ~20M parameters; 8192: ~100M).", flag_values=fv,
+                       bounds=(1, MAX_HIDDEN))
   flag_ranges.integer("steps", 3, "Steps compared.", flag_values=fv)
   flags.DEFINE_string("optimizer", "both", "tf1adam, keras_adam or both.", flag_values=fv)
-  flag_ranges.integer("child_hidden", 0, "Internal: measure this size.", flag_values=fv)
+  flag_ranges.integer("child_hidden", 0, "Internal: measure this size.", flag_values=fv,
+                      bounds=(0, MAX_HIDDEN),  # 0: not a child
+                      applies="internal (a measurement's own process)")
   flags.DEFINE_string("child_optimizer", "", "Internal.", flag_values=fv)
 
 

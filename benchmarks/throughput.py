@@ -30,6 +30,7 @@ from absl import flags
 
 from benchmarks import children
 from cifar10 import config
+from cifar10 import settings
 from cifar10.errors import UsageError
 from harness import cli
 from harness import flag_ranges
@@ -50,18 +51,19 @@ def define_flags(fv):
   flag_ranges.integer("batch_size", 128, "Images per replica per step.", flag_values=fv)
   flag_ranges.integer("steps", 50, "Timed steps.", flag_values=fv)
   flag_ranges.integer("warmup", 10, "Untimed steps first (tracing, graph optimisation).",
-                      flag_values=fv)
+                      flag_values=fv, bounds=(1, config.MAX_STEPS))
   flag_ranges.integer("steps_per_loop", 10, "Steps per call of the tf2_loop kind "
-                      "(--steps and --warmup must be multiples of it).", flag_values=fv)
+                      "(--steps and --warmup must be multiples of it).", flag_values=fv,
+                      bounds=(1, 100000), applies="the tf2_loop kind", subject=settings.DEVICES)
   flag_ranges.integer("repeats", 1, "Measure each kind this many times, in rotating order, "
                       "and report the median: on a shared machine the speed drifts by 10% "
-                      "and more between minutes.", flag_values=fv)
+                      "and more between minutes.", flag_values=fv, bounds=(1, 1000))
   flag_ranges.integer("intra_op_threads", 0, "Threads inside one op (0: TF decides).",
                       flag_values=fv)
-  flags.DEFINE_bool("deterministic", True, "Measure under the bit contract's GPU settings, "
-                    "as the trainers run by default (--nodeterministic: without them; on a GPU "
-                    "the difference is what they cost; on CPUs nothing is set either way).",
-                    flag_values=fv)
+  flag_ranges.boolean("deterministic", True, "Measure under the bit contract's GPU settings, "
+                      "as the trainers run by default (--nodeterministic: without them; on a "
+                      "GPU the difference is what they cost; on CPUs nothing is set either "
+                      "way).", flag_values=fv)
   flags.DEFINE_string("out", None, "Local folder for results.json and chart.png.",
                       flag_values=fv)
   flags.DEFINE_string("child", None, "Internal: 'kind:N:precision', run one measurement.",
@@ -71,7 +73,7 @@ def define_flags(fv):
 def _child_spec(spec):
   """(kind, N, precision) of --child, which _run_child writes; a user can reach it too."""
   kind, n, precision = (spec.split(":") + ["", "", ""])[:3]
-  lowest, most = flag_ranges.INTEGERS["num_gpus"]
+  lowest, most = flag_ranges.bounds_of("num_gpus")
   if kind not in (*KINDS, "peak") or not n.isdigit() or not lowest <= int(n) <= most \
       or precision not in config.PRECISIONS or spec.count(":") != 2:
     raise UsageError(f"--child={spec}: it is internal, 'kind:N:precision' (kind of "

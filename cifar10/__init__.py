@@ -1,6 +1,7 @@
 """The shared CIFAR-10 core: what both trainers share about CIFAR-10 and its numbers.
 
-hparams (the original's constants), config (validated run settings), model, losses,
+hparams (the original's constants), config (validated run settings, each declared once:
+settings; an evaluator's: eval_config), model, losses,
 schedule, precision (compute dtypes and loss scaling), data_sources (the three sources of
 examples) and bin_tarball (the classic archive, verified and unpacked), input_pipeline (the
 train and eval streams), checkpoints (the format of either trainer's checkpoints), summaries

@@ -9,11 +9,22 @@ import dataclasses
 import math
 from typing import Optional
 
+from cifar10.devices import MAX_CPU_REPLICAS
 from cifar10.errors import UsageError
 from cifar10.hparams import DEFAULT
+from cifar10.settings import CHECKPOINTS
+from cifar10.settings import DATA
+from cifar10.settings import DEVICES
+from cifar10.settings import required
+from cifar10.settings import SCHEDULE
+from cifar10.settings import setting
 
 # Both trainers hold the learning rate as a float32: a larger one would silently become Inf.
 FLOAT32_MAX = 3.4028234663852886e38
+# 2**40 steps is 35 years at a millisecond a step; the global step is an int64 in both trainers.
+MAX_STEPS = 2 ** 40
+MAX_BATCH = 65536  # images per batch: 4.5 GB of float32 24x24x3 crops
+MAX_THREADS = 1024  # a thread pool's size: past any machine's cores
 
 # The exit status after a SIGTERM made the run save and stop (--preemption_exit_code's
 # default): what a process killed by SIGTERM reports, which restart policies retry
@@ -29,22 +40,19 @@ DEFAULT_LOSS_SCALE = 2.0 ** 15
 # A fixed loss scale is a float32 power of two: a normal one, with room for the loss itself.
 MIN_LOSS_SCALE, MAX_LOSS_SCALE = 2.0 ** -126, 2.0 ** 100
 DYNAMIC_LOSS_SCALE = "dynamic"
-# The examples an evaluator can score: the test split, or the training split unaugmented.
-SPLIT_SIZES = {"test": DEFAULT.num_examples_per_epoch_for_eval,
-               "train_eval": DEFAULT.num_examples_per_epoch_for_train}
 
 
-def _positive(name, value):
+def positive(name, value):
   if value is None or value < 1:
     raise UsageError(f"--{name} must be a positive integer, got {value}")
 
 
-def _non_negative(name, value):
+def non_negative(name, value):
   if value is None or value < 0:
     raise UsageError(f"--{name} must be >= 0, got {value}")
 
 
-def _seed(value):
+def check_seed(value):
   # Seeds become int64 tensors (stateless random ops): larger ones overflow inside TF.
   if value is None or not 0 <= value < 2 ** 63:
     raise UsageError(f"--seed must be in [0, 2**63), got {value}")
@@ -73,21 +81,41 @@ class DeviceConfig:
     that runs none, a ps task or a parameter-server chief): on a CPU its kernels must have
     it (harness.cpu_kernels).
   """
-  num_gpus: int = 1
-  cpu_only: bool = False
-  visible_gpus: Optional[str] = None
-  allow_growth: bool = False
-  memory_fraction: Optional[float] = None
-  memory_limit_mb: Optional[int] = None
-  log_device_placement: bool = False
-  soft_placement: bool = True
-  intra_op_threads: int = 0
-  inter_op_threads: int = 0
-  deterministic: bool = True
+  num_gpus: int = setting(
+      1, "How many GPUs (replicas) to use; without GPUs, that many logical CPU devices.",
+      subject=DEVICES, bounds=(1, MAX_CPU_REPLICAS),
+      applies="replicas; on GPUs also at most the visible ones")
+  cpu_only: bool = setting(False, "Hide all GPUs (ConfigProto device_count={'GPU': 0}).",
+                           subject=DEVICES)
+  visible_gpus: Optional[str] = setting(
+      None, "Comma-separated GPU indices to use (GPUOptions.visible_device_list); "
+      "CUDA_VISIBLE_DEVICES also works.", subject=DEVICES)
+  allow_growth: bool = setting(False, "Allocate GPU memory as needed "
+                               "(GPUOptions.allow_growth).", subject=DEVICES)
+  memory_fraction: Optional[float] = setting(
+      None, "Cap each GPU at this fraction of its memory, in (0, 1].", subject=DEVICES,
+      flag="per_process_gpu_memory_fraction", bounds=(0.0, 1.0, True), applies="GPUs")
+  memory_limit_mb: Optional[int] = setting(
+      None, "Cap each GPU at this many MiB.", subject=DEVICES, flag="gpu_memory_limit_mb",
+      bounds=(1, 2 ** 20), applies="GPUs")  # 1 TiB
+  log_device_placement: bool = setting(False, "Whether to log device placement.",
+                                       subject=DEVICES)
+  soft_placement: bool = setting(
+      True, "Fall back to another device when an op has no kernel on the requested one.",
+      subject=DEVICES, flag="allow_soft_placement")
+  intra_op_threads: int = setting(0, "Threads inside one op (0: TF decides).",
+                                  subject=DEVICES, bounds=(0, MAX_THREADS))
+  inter_op_threads: int = setting(0, "Ops run in parallel (0: TF decides).", subject=DEVICES,
+                                  bounds=(0, MAX_THREADS))
+  deterministic: bool = setting(
+      True, "Op determinism and no TensorFloat-32: the bit contract on GPUs "
+      "(--nodeterministic: faster GPU kernels, repeatable only up to their rounding).",
+      subject=DEVICES)
+  # Not a flag of its own: TrainConfig.precision (fp32 for a task that runs no step).
   precision: str = "fp32"
 
   def __post_init__(self):
-    _positive("num_gpus", self.num_gpus)
+    positive("num_gpus", self.num_gpus)
     if self.memory_fraction is not None and not 0.0 < self.memory_fraction <= 1.0:
       raise UsageError("--per_process_gpu_memory_fraction must be in (0, 1], got "
                        f"{self.memory_fraction}")
@@ -101,35 +129,80 @@ class DeviceConfig:
       if not all(i.strip().isdigit() for i in ids) or len(set(ids)) != len(ids):
         raise UsageError("--visible_gpus must be distinct GPU indices like '0,2', got "
                          f"{self.visible_gpus!r}")
-    _non_negative("intra_op_threads", self.intra_op_threads)
-    _non_negative("inter_op_threads", self.inter_op_threads)
+    non_negative("intra_op_threads", self.intra_op_threads)
+    non_negative("inter_op_threads", self.inter_op_threads)
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
   """One training run. batch_size is per replica, as `--batch_size` was per tower in TF1."""
-  train_dir: str
-  max_steps: int = 1000000
-  batch_size: int = DEFAULT.batch_size
-  seed: int = 0
-  dataset: str = "cifar10"  # the default of every binary's --dataset too
-  data_dir: Optional[str] = None
-  download: bool = True  # cifar10: fetch it when missing and the data host answers
-  learning_rate: float = DEFAULT.initial_learning_rate
-  decay_steps_per_global_batch: bool = False
-  decay_steps: int = 0  # steps between decays; 0: the original's formula (cifar10.schedule)
-  precision: str = "fp32"  # one of PRECISIONS
+  train_dir: str = required("Where checkpoints and summaries go.", subject=CHECKPOINTS,
+                            kind="path", flag_default="/tmp/cifar10_train")
+  max_steps: int = setting(1000000, "Train until the global step reaches this.",
+                           subject=SCHEDULE, bounds=(1, MAX_STEPS))
+  batch_size: int = setting(DEFAULT.batch_size, "Images per replica per step (global batch = "
+                            "batch_size * num_gpus).", subject=DATA, bounds=(1, MAX_BATCH),
+                            guarded=True)
+  seed: int = setting(0, "Seed of initial weights, data order and augmentation.",
+                      subject=DATA, bounds=(0, 2 ** 63 - 1),  # stateless ops take int64 seeds
+                      guarded=True)
+  dataset: str = setting("cifar10", f"Input source: {' | '.join(DATASETS)}.", subject=DATA,
+                         guarded=True)  # the default of every binary's --dataset too
+  data_dir: Optional[str] = setting(
+      None, "cifar10_bin: folder with cifar-10-batches-bin/*.bin; cifar10: "
+      "tensorflow-datasets data_dir (default ~/tensorflow_datasets).", subject=DATA,
+      kind="path", guarded=True)
+  download: bool = setting(
+      True, "cifar10: let tensorflow-datasets download the data when it is not in --data_dir "
+      "and the data host answers (--nodownload: never).", subject=DATA)
+  learning_rate: float = setting(DEFAULT.initial_learning_rate, "Initial learning rate.",
+                                 subject=SCHEDULE, bounds=(0.0, FLOAT32_MAX, True),
+                                 guarded=True)
+  decay_steps_per_global_batch: bool = setting(
+      False, "Count decay epochs in global batches (the original counts per-GPU batches, so "
+      "N GPUs decay N times later).", subject=SCHEDULE, guarded=True)
+  # Steps between decays; 0: the original's formula (cifar10.schedule).
+  decay_steps: int = setting(0, "Steps between learning-rate decays (0: the original's "
+                             "int(50000 / batch_size * 350)).", subject=SCHEDULE,
+                             bounds=(0, MAX_STEPS), applies="0: the original's formula",
+                             guarded=True)
+  precision: str = setting(
+      "fp32", f"Compute dtype of the forward and backward pass: {' | '.join(PRECISIONS)} "
+      "(weights, moving averages and updates stay float32).", subject=DEVICES, guarded=True)
   # fp16 only: a power of two, or "dynamic"; None: DEFAULT_LOSS_SCALE
-  loss_scale: Optional[object] = None
-  log_frequency: int = 10
-  save_summaries_steps: int = 100
-  save_checkpoint_steps: int = 1000
-  max_checkpoints_to_keep: int = 5
-  init_from: Optional[str] = None  # a checkpoint of either trainer to start from
-  ema_reads: str = "updated"  # one of EMA_READS
-  profile_steps: Optional[tuple] = None  # (A, B): profile 0-based steps A..B
-  preemption_exit_code: int = PREEMPTED_EXIT_STATUS  # the exit status after a SIGTERM save
-  override_run_config: bool = False  # resume train_dir's run with other settings on purpose
+  loss_scale: Optional[object] = setting(
+      None, "fp16: the loss scale of a tower's loss, a power of two (default "
+      f"{DEFAULT_LOSS_SCALE:g}), or 'dynamic' (halved on overflow, the step skipped; doubled "
+      "after 2000 good steps).", subject=DEVICES, kind="string", guarded=True)
+  log_frequency: int = setting(10, "Log the loss line every this many steps.",
+                               subject=CHECKPOINTS, bounds=(1, MAX_STEPS))
+  save_summaries_steps: int = setting(100, "Write summaries every this many steps.",
+                                      subject=CHECKPOINTS, bounds=(1, MAX_STEPS))
+  save_checkpoint_steps: int = setting(1000, "Checkpoint every this many steps.",
+                                       subject=CHECKPOINTS, bounds=(1, MAX_STEPS))
+  max_checkpoints_to_keep: int = setting(5, "Older checkpoints are deleted.",
+                                         subject=CHECKPOINTS, bounds=(1, 10000))
+  init_from: Optional[str] = setting(
+      None, "Start a new run from this checkpoint (a prefix or a folder) of either trainer: "
+      "weights, moving averages and global step. Ignored when --train_dir already has a "
+      "checkpoint to resume.", subject=CHECKPOINTS, kind="path")
+  ema_reads: str = setting(
+      "updated", "The moving averages read the weights and step of this step's update "
+      "('updated') or those it replaces ('previous', the order the original usually took).",
+      subject=SCHEDULE, guarded=True)  # one of EMA_READS
+  # (A, B): profile 0-based steps A..B; the flag is the text "A,B".
+  profile_steps: Optional[tuple] = setting(
+      None, "A,B: write a TensorBoard profile of the 0-based steps A..B into "
+      "train_dir/plugins/profile.", subject=CHECKPOINTS, kind="string")
+  preemption_exit_code: int = setting(
+      PREEMPTED_EXIT_STATUS, "Exit status after a SIGTERM (preemption) made the run save and "
+      "stop: 128-255 is what restart policies retry (TFJob restartPolicy ExitCode; 143 = "
+      "killed by SIGTERM); 42 is TensorFlow's PreemptionCheckpointHandler code.",
+      subject=CHECKPOINTS, bounds=(3, 255))  # 0 success, 1 a crash, 2 a usage error
+  override_run_config: bool = setting(
+      False, "Continue the run in --train_dir although its recorded settings "
+      "(run_config.json: data, seed, batch, replicas, precision, schedule) differ from these "
+      "flags.", subject=CHECKPOINTS)
   # The command's flags as a --flagfile (harness.options), kept in train_dir; not a setting.
   flagfile: Optional[str] = dataclasses.field(default=None, compare=False, repr=False)
 
@@ -138,9 +211,9 @@ class TrainConfig:
       raise UsageError("--train_dir must name a directory for checkpoints and summaries")
     for name in ("max_steps", "batch_size", "log_frequency", "save_summaries_steps",
                  "save_checkpoint_steps", "max_checkpoints_to_keep"):
-      _positive(name, getattr(self, name))
-    _seed(self.seed)
-    _non_negative("decay_steps", self.decay_steps)
+      positive(name, getattr(self, name))
+    check_seed(self.seed)
+    non_negative("decay_steps", self.decay_steps)
     if not 0 < self.learning_rate <= FLOAT32_MAX:
       raise UsageError("--learning_rate must be positive and finite as a float32 (at most "
                        f"{FLOAT32_MAX:.7g}), got {self.learning_rate}")
@@ -207,41 +280,3 @@ class TrainConfig:
       return self.decay_steps
     from cifar10 import schedule  # pylint: disable=g-import-not-at-top  # imports TensorFlow
     return schedule.decay_steps(self.batch_size, replicas, self.decay_steps_per_global_batch)
-
-
-@dataclasses.dataclass(frozen=True)
-class EvalConfig:
-  """Precision @ 1 of a checkpoint's moving averages, as the original `cifar10_eval.py`."""
-  checkpoint_dir: str
-  eval_dir: str
-  eval_data: str = "test"
-  num_examples: int = DEFAULT.num_examples_per_epoch_for_eval
-  batch_size: int = DEFAULT.batch_size
-  run_once: bool = False
-  eval_interval_secs: int = 60 * 5
-  dataset: str = "cifar10"
-  data_dir: Optional[str] = None
-  download: bool = True
-  seed: int = 0
-  last_step: Optional[int] = None  # continuous: stop once a checkpoint of this step is scored
-  # continuous, a cluster's evaluator task: the chief's host:port, and how long it may not
-  # answer before the evaluator gives up (a killed chief writes no more checkpoints)
-  chief: Optional[str] = None
-  chief_timeout_secs: int = 300
-  # the one device it scores on (num_gpus 1): --visible_gpus, --cpu_only, the memory flags,
-  # so that evaluating beside a training run (as the original did) takes only its own GPU
-  devices: DeviceConfig = dataclasses.field(default_factory=DeviceConfig)
-  # The flag num_examples came from, for messages: a cluster's evaluator task has its own.
-  examples_flag: str = dataclasses.field(default="num_examples", compare=False, repr=False)
-
-  def __post_init__(self):
-    if self.eval_data not in ("test", "train_eval"):
-      raise UsageError(f"--eval_data must be 'test' or 'train_eval', got {self.eval_data!r}")
-    for name in ("num_examples", "batch_size", "eval_interval_secs"):
-      _positive(self.examples_flag if name == "num_examples" else name, getattr(self, name))
-    split = SPLIT_SIZES[self.eval_data]
-    if self.num_examples > split:  # every source of a split has its size (cifar10.data_sources)
-      raise UsageError(f"--{self.examples_flag}={self.num_examples} but the {self.eval_data} "
-                       f"split has {split} examples; give {split} or fewer")
-    _seed(self.seed)
-    check_dataset(self.dataset, self.data_dir)

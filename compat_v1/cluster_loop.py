@@ -190,13 +190,14 @@ class Backend(driver.Backend):
 
   def train(self, call):
     g = self.g
-    fetches = [g.train_op, g.loss, g.learning_rate, self.step_after]
+    fetches = [g.train_op, g.loss, g.learning_rate, self.step_after, g.precision]
     with self.graph.as_default():
       out = self.session.run(fetches + ([g.summary_op] if call.record else []))
     self.next_step = int(out[3])
     self.local_steps += 1  # this worker's gradient computations (its own train_op runs)
     return driver.Steps(out[1], out[2], out[1], out[2], next_step=self.next_step,
-                        record=out[4] if call.record else None)
+                        record=out[5] if call.record else None, precision=out[4],
+                        last_precision=out[4])
 
   def _raw(self, fn):
     """fn(session) on the raw Session: no hook runs (a hook's fetches would run a step)."""

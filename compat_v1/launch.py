@@ -23,7 +23,8 @@ from harness import launcher
 
 def define_flags(fv):
   flag_ranges.integer("workers", 2, "Worker processes.", flag_values=fv)
-  flag_ranges.integer("ps", 1, "Parameter-server processes.", flag_values=fv)
+  flag_ranges.integer("ps", 1, "Parameter-server processes.", flag_values=fv,
+                      applies="compat_v1.launch: at least 1")
   flag_ranges.integer("timeout_secs", 0, "Stop the whole job after this long (0: never).",
                       flag_values=fv)
 

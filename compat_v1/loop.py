@@ -131,9 +131,11 @@ class Backend(driver.Backend):
 
   def train(self, call):
     g = self.built.train
-    fetches = [g.train_op, g.loss, g.learning_rate] + ([g.summary_op] if call.record else [])
+    fetches = [g.train_op, g.loss, g.learning_rate, g.precision] + (
+        [g.summary_op] if call.record else [])
     out = self.sess.run(fetches)
-    return driver.Steps(out[1], out[2], out[1], out[2], record=out[3] if call.record else None)
+    return driver.Steps(out[1], out[2], out[1], out[2], record=out[4] if call.record else None,
+                        precision=out[3], last_precision=out[3])
 
   def write_summaries(self, step, steps):
     self.built.writer.add_summary(steps.record, step)

@@ -28,7 +28,7 @@ TOWER_NAME = "tower"
 
 TrainGraph = collections.namedtuple(
     "TrainGraph", "train_op loss learning_rate global_step params ema grads summary_op hooks "
-    "init_feed")
+    "init_feed precision")
 
 
 def tower_params(initial_values, device="/cpu:0"):
@@ -170,7 +170,7 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
         summaries.append(v1.summary.histogram(name + "/values", var.read_value()))
         summaries.append(v1.summary.histogram(name + "/gradients", grad))
   return TrainGraph(train_op, loss, lr, global_step, params, ema,
-                    [g for g, _ in grads], v1.summary.merge(summaries), hooks, init_feed)
+                    [g for g, _ in grads], v1.summary.merge(summaries), hooks, init_feed, hits)
 
 
 def initial_value_feeds(seed):

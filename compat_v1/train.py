@@ -22,6 +22,7 @@ import dataclasses
 
 from absl import flags
 
+from cifar10 import settings
 from cifar10.errors import UsageError
 from harness import cli
 from harness import flag_ranges
@@ -33,15 +34,18 @@ from harness import options
 def define_flags(fv):
   options.define_train_flags(fv)
   cluster_options.define_cluster_flags(fv)
-  flags.DEFINE_string("job_name", None, "ps | worker: run one task of a ps/worker cluster.",
-                      flag_values=fv)
-  flag_ranges.integer("task_index", 0, "Index of this task within its job.", flag_values=fv)
-  flags.DEFINE_list("ps_hosts", [], "host:port of every ps task.", flag_values=fv)
-  flags.DEFINE_list("worker_hosts", [], "host:port of every worker task (worker 0 is chief).",
-                    flag_values=fv)
-  flags.DEFINE_bool("sync_replicas", False, "Aggregate the gradients of all workers per "
-                    "update (SyncReplicasOptimizer) instead of asynchronous updates.",
-                    flag_values=fv)
+  flag_ranges.string("job_name", None, "ps | worker: run one task of a ps/worker cluster.",
+                     flag_values=fv, subject=settings.CLUSTERS)
+  flag_ranges.integer("task_index", 0, "Index of this task within its job.", flag_values=fv,
+                      bounds=(0, flag_ranges.MAX_TASKS - 1), applies="--job_name=ps|worker",
+                      subject=settings.CLUSTERS)
+  flag_ranges.listing("ps_hosts", [], "host:port of every ps task.", flag_values=fv,
+                      subject=settings.CLUSTERS)
+  flag_ranges.listing("worker_hosts", [], "host:port of every worker task (worker 0 is "
+                      "chief).", flag_values=fv, subject=settings.CLUSTERS)
+  flag_ranges.boolean("sync_replicas", False, "Aggregate the gradients of all workers per "
+                      "update (SyncReplicasOptimizer) instead of asynchronous updates.",
+                      flag_values=fv, subject=settings.CLUSTERS)
 
 
 def _task(values):

@@ -18,7 +18,8 @@ from harness import flag_ranges
 
 def define_flags(fv):
   flag_ranges.number("rel_tolerance", 0.0, "Largest max |diff| / max |value| per tensor that "
-                     "still counts as equal (0: bit-identical).", flag_values=fv)
+                     "still counts as equal (0: bit-identical).", flag_values=fv,
+                     bounds=(0.0, 1.0, False))
 
 
 def main(values, args):

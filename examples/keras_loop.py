@@ -84,7 +84,10 @@ class _Steps(keras.callbacks.Callback):
     if loss is not None and not tf.math.is_finite(float(loss)):
       raise run_errors.NonFiniteLoss(next_step - 1, driver.last_checkpoint(self.control.config))
     self.state.apply_ema()
-    if self.control.after(next_step - 1, 1, driver.Steps(loss, None, loss, None)) \
+    accuracy = (logs or {}).get("accuracy")  # also a running mean, as Keras's bar shows it
+    if self.control.after(next_step - 1, 1, driver.Steps(loss, None, loss, None,
+                                                         precision=accuracy,
+                                                         last_precision=accuracy)) \
         >= self.control.config.max_steps:
       self.model.stop_training = True
 

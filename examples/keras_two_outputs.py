@@ -20,7 +20,7 @@ from harness import options
 def define_flags(fv):
   options.define_example_flags(fv, steps=50, batch_help="Images per replica per step.")
   flag_ranges.number("vehicle_weight", 0.5, "Loss weight of the vehicle output.",
-                     flag_values=fv)
+                     flag_values=fv, bounds=(0.0, 1000.0, False))
 
 
 def main(values):

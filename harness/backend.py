@@ -41,13 +41,17 @@ class Call:
 
 @dataclasses.dataclass
 class Steps:
-  """What a call returns. loss/lr: the first step's (tensors or numbers, read only when a
-  line is due); last_loss/last_lr: the last step's; record: what write_summaries needs."""
+  """What a call returns. loss/lr/precision: the first step's (tensors or numbers, read only
+  when a line is due; precision: the global batch's precision @ 1, None where a backend has
+  none); last_loss/last_lr/last_precision: the last step's; record: what write_summaries
+  needs."""
   loss: Any
   lr: Any
   last_loss: Any = None
   last_lr: Any = None
   record: Any = None
+  precision: Any = None
+  last_precision: Any = None
   # A job-wide answer to "stop?", where the backend agrees one with its peers (any worker's
   # request stops all of them at the same step); None: this process's own request.
   stop: Optional[bool] = None

@@ -178,9 +178,10 @@ class Control:
     next_step = out.next_step if out.next_step is not None else step + k
     if self.summarises(step):
       backend.write_summaries(step, out)
-    self._log(next_step - k, lambda: out.loss, lambda: out.lr)  # `step`, unless workers moved it
+    # `step`, unless workers moved it.
+    self._log(next_step - k, lambda: out.loss, lambda: out.lr, out.precision)
     if k > 1:
-      self._log(next_step - 1, lambda: out.last_loss, lambda: out.last_lr)
+      self._log(next_step - 1, lambda: out.last_loss, lambda: out.last_lr, out.last_precision)
     # A backend that agrees a stop with its peers answers for the job: every process sees the
     # same `stop` at the same step, so all of them take part in a collective save.
     stop = bool(self.stop_requested) if out.stop is None else out.stop
@@ -206,9 +207,10 @@ class Control:
                                self.stop_requested.signal, config.preemption_exit_code)
     return next_step
 
-  def _log(self, step, loss_fn, lr_fn):
+  def _log(self, step, loss_fn, lr_fn, precision):
     """The progress line when due; on the chief, its rates as TensorBoard scalars too."""
-    if self.logger.after_step(step, loss_fn, lr_fn) is None or not self.chief:
+    precision_fn = None if precision is None else lambda: precision
+    if self.logger.after_step(step, loss_fn, lr_fn, precision_fn) is None or not self.chief:
       return
     if self.logger.rates:
       self.summaries.rates(step, self.logger.rates)

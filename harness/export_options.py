@@ -3,13 +3,13 @@ and the ExportConfig they become."""
 
 import dataclasses
 
-from absl import flags
-
+from cifar10 import settings
 from cifar10.errors import UsageError
 from harness import flag_ranges
 from tfbits import filesystems
 
 WEIGHTS = ("averages", "raw")
+EXPORT = settings.EXPORT
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,15 +24,18 @@ class ExportConfig:
 def define_export_flags(fv):
   flag_ranges.path("checkpoint_dir", None, "The checkpoint to export: a folder (its newest "
                    "checkpoint) or a checkpoint prefix, of either trainer or of the original "
-                   "tutorial.", flag_values=fv)
+                   "tutorial.", flag_values=fv, subject=settings.CHECKPOINTS)
   flag_ranges.path("export_dir", None, "Where the SavedModel goes, as TensorFlow Serving "
-                   "reads it: <export_dir>/<version>/.", flag_values=fv)
+                   "reads it: <export_dir>/<version>/.", flag_values=fv, subject=EXPORT)
   flag_ranges.integer("version", 0, "The version folder's number (0: the checkpoint's "
-                      "global step).", flag_values=fv)
-  flags.DEFINE_enum("weights", "averages", WEIGHTS, "Export the moving averages of the "
-                    "weights (what the evaluators score) or the raw weights.", flag_values=fv)
-  flags.DEFINE_bool("overwrite", False, "Replace <export_dir>/<version> if it exists.",
-                    flag_values=fv)
+                      "global step).", flag_values=fv,
+                      bounds=(0, 2 ** 63 - 1),  # TensorFlow Serving's versions are int64
+                      applies="0: the checkpoint's global step", subject=EXPORT)
+  flag_ranges.enum("weights", "averages", WEIGHTS, "Export the moving averages of the "
+                   "weights (what the evaluators score) or the raw weights.", flag_values=fv,
+                   subject=EXPORT)
+  flag_ranges.boolean("overwrite", False, "Replace <export_dir>/<version> if it exists.",
+                      flag_values=fv, subject=EXPORT)
 
 
 def export_config(values):
@@ -51,5 +54,6 @@ def export_config(values):
 def define_predict_flags(fv):
   flag_ranges.path("model", None, "A SavedModel (an export_dir: its newest version; or a "
                    "version folder) or a checkpoint (a folder or prefix: its moving "
-                   "averages).", flag_values=fv)
-  flag_ranges.integer("top_k", 3, "How many classes to print for each image.", flag_values=fv)
+                   "averages).", flag_values=fv, subject=EXPORT)
+  flag_ranges.integer("top_k", 3, "How many classes to print for each image.", flag_values=fv,
+                      bounds=(1, 10), subject=EXPORT)  # CIFAR-10's classes

@@ -1,12 +1,14 @@
-"""The range of every numeric flag of every binary: the one table that decides which values a
-run could use.
+"""The range of every numeric flag of every binary, where it applies, and its --help subject.
 
-Binaries define their numeric flags with `integer`, `number` and `integers`, which look the
-flag up here by name: absl then checks each value while it parses the command line or a
---flagfile, so a value outside its range is one line and exit status 2 (harness.cli) before
+Binaries define their flags with `integer`, `number`, `integers` (and `path`, `string`,
+`boolean`, `enum`, `listing`): absl then checks each value while it parses the command line or
+a --flagfile, so a value outside its range is one line and exit status 2 (harness.cli) before
 TensorFlow is imported and before anything is written, whether or not this run uses the flag;
-`--help` shows each range. A numeric flag with no row here cannot be defined. A name means the
-same thing in every binary that has it (`--batch_size` is images per batch everywhere).
+`--help` shows each range. A range has one home: a trainer's setting declares it in
+cifar10.config (cifar10.settings), a flag of one binary where that binary defines it
+(`bounds=`), and a name several binaries share without a declaration in SHARED; a numeric
+flag with none cannot be defined. A name means the same thing in every binary that has it
+(`--batch_size` is images per batch everywhere, with the declared range).
 
 The bounds are what a real run could use, far from where a value stops meaning anything: an
 upper bound keeps a typo (a million threads, 2**63 checkpoints) from becoming a process that
@@ -14,101 +16,61 @@ grows without end or an int32/int64 overflow deep inside TensorFlow. The config 
 cifar10.config keep their own invariants for library callers; these ranges are the binaries'.
 Path flags (`path`) are checked the same way: a URL whose filesystem TensorFlow does not
 have here (hdfs:// without its plug-in) is one line before main runs. `table(fv)` is a
-binary's numeric rows.
-"""
+binary's numeric rows, docs/flags.md all of them."""
 
 import math
 
 from absl import flags
 
 from cifar10 import config
-from cifar10 import devices
+from cifar10 import settings
 from cifar10.hparams import DEFAULT
 from tfbits import filesystems
 
-# 2**40 steps is 35 years at a millisecond a step; the global step is an int64 in both trainers.
-MAX_STEPS = 2 ** 40
-MAX_BATCH = 65536  # images per batch: 4.5 GB of float32 24x24x3 crops
-MAX_THREADS = 1024  # a thread pool's size: past any machine's cores
 MAX_TASKS = 1024  # tasks of one job
 MAX_LOCAL_TASKS = 64  # a launcher's processes on one machine, each a TensorFlow of its own
 WEEK_SECS = 7 * 24 * 3600
 EVAL_SPLIT = DEFAULT.num_examples_per_epoch_for_train  # train_eval, the largest split scored
-MAX_HIDDEN = 65536  # benchmarks.porting_scale: units of a dense layer (~17G parameters)
+DECLARED = (config.TrainConfig, config.DeviceConfig)  # what cifar10.settings declares
 
-# name: (low, high) for integers, inclusive; floats: (low, high, low_is_open).
-INTEGERS = {
-    # The trainers (harness.options, harness.cluster_options, both train.py).
-    "max_steps": (1, MAX_STEPS),
-    "batch_size": (1, MAX_BATCH),
-    "seed": (0, 2 ** 63 - 1),  # stateless random ops take int64 seeds
-    "num_gpus": (1, devices.MAX_CPU_REPLICAS),
-    "decay_steps": (0, MAX_STEPS),
-    "log_frequency": (1, MAX_STEPS),
-    "save_summaries_steps": (1, MAX_STEPS),
-    "save_checkpoint_steps": (1, MAX_STEPS),
-    "max_checkpoints_to_keep": (1, 10000),
-    "preemption_exit_code": (3, 255),  # 0 success, 1 a crash, 2 a usage error
-    "intra_op_threads": (0, MAX_THREADS),
-    "inter_op_threads": (0, MAX_THREADS),
-    "gpu_memory_limit_mb": (1, 2 ** 20),  # 1 TiB
-    "steps_per_loop": (1, 100000),
-    "ps_partition_min_bytes": (0, 2 ** 40),
-    "task_index": (0, MAX_TASKS - 1),
-    "slurm_port_base": (1, 65535),
-    "slurm_ps_tasks": (1, MAX_TASKS),
-    "peer_timeout_secs": (1, WEEK_SECS),
-    "evaluator_num_examples": (1, EVAL_SPLIT),
-    # The evaluators.
-    "num_examples": (1, EVAL_SPLIT),
-    "eval_interval_secs": (1, WEEK_SECS),
-    # The exporters and strategies.predict.
-    "version": (0, 2 ** 63 - 1),  # TensorFlow Serving's versions are int64
-    "top_k": (1, 10),  # CIFAR-10's classes
-    # The launchers: processes on this machine.
-    "workers": (1, MAX_LOCAL_TASKS),
-    "ps": (0, MAX_LOCAL_TASKS),
-    "timeout_secs": (0, WEEK_SECS),
-    # Examples, equivalence, benchmarks.
-    "steps": (1, MAX_STEPS),
-    "warmup": (1, MAX_STEPS),
-    "repeats": (1, 1000),
-    "examples": (1, 2 ** 31 - 1),
-    "warmup_examples": (0, 2 ** 31 - 1),
-    "target": (1, 2 ** 31 - 1),
-    "threads": (1, MAX_THREADS),
-    "child_threads": (0, MAX_THREADS),  # benchmarks.input_pipeline's child; 0: not one
-    "child_hidden": (0, MAX_HIDDEN),  # benchmarks.porting_scale's child; 0: not one
-    "hidden": (1, MAX_HIDDEN),
+# The ranges of names several binaries share and no config declares; a flag of one binary
+# declares its range where it is defined (`bounds`), a trainer's setting in cifar10.config.
+# name: (bounds, --help subject).
+SHARED = {
+    "steps": ((1, config.MAX_STEPS), settings.SCHEDULE),  # examples, equivalence, benchmarks
+    "workers": ((1, MAX_LOCAL_TASKS), settings.CLUSTERS),  # the launchers: local processes
+    "ps": ((0, MAX_LOCAL_TASKS), settings.CLUSTERS),
+    "timeout_secs": ((0, WEEK_SECS), settings.CLUSTERS),
 }
-# Where a flag takes effect, if not in every run of its binaries. A value outside the range is
-# refused all the same (a flag that does not apply today may apply on the next start).
-APPLIES = {
-    "num_gpus": "replicas; on GPUs also at most the visible ones",
-    "gpu_memory_limit_mb": "GPUs",
-    "per_process_gpu_memory_fraction": "GPUs",
-    "decay_steps": "0: the original's formula",
-    "steps_per_loop": "mirrored, one_device, multi_worker_mirrored",
-    "ps_partition_min_bytes": "parameter_server",
-    "task_index": "--job_name=ps|worker",
-    "slurm_port_base": "a Slurm step (--cluster_resolver=slurm or auto)",
-    "slurm_ps_tasks": "a Slurm step: parameter_server, the v1 ps/worker job",
-    "peer_timeout_secs": "cluster jobs",
-    "evaluator_num_examples": "a cluster's evaluator task; at most its split's size",
-    "num_examples": "at most the split's size (test 10000, train_eval 50000)",
-    "eval_interval_secs": "without --run_once",
-    "ps": "compat_v1.launch: at least 1",
-    "child_threads": "internal (a measurement's own process)",
-    "child_hidden": "internal (a measurement's own process)",
-    "threads": "at most this machine's cores",
-    "version": "0: the checkpoint's global step",
-}
-FLOATS = {
-    "learning_rate": (0.0, config.FLOAT32_MAX, True),
-    "per_process_gpu_memory_fraction": (0.0, 1.0, True),
-    "rel_tolerance": (0.0, 1.0, False),
-    "vehicle_weight": (0.0, 1000.0, False),
-}
+
+
+def declaration(name):
+  """The cifar10.settings declaration whose flag is `name`, or None."""
+  for cls in DECLARED:
+    for field, declared in settings.declared(cls):
+      if settings.flag_name(field, declared) == name:
+        return declared
+  return None
+
+
+def bounds_of(name):
+  """The range of the numeric flag `name` where no definition gives its own."""
+  declared = declaration(name)
+  if declared is not None and declared.bounds:
+    return declared.bounds
+  if name in SHARED:
+    return SHARED[name][0]
+  raise KeyError(f"--{name} is numeric and has no range: give its bounds where it is defined")
+
+
+def _tag(flag_values, name, applies, subject):
+  """What --help and docs/flags.md read of a flag besides absl's own: where it applies (when
+  not in every run) and its subject (cifar10.settings.SUBJECTS)."""
+  declared = declaration(name)
+  flag = flag_values[name]
+  flag.applies = applies or (declared.applies if declared else None)
+  flag.subject = subject or (declared.subject if declared else
+                             SHARED[name][1] if name in SHARED else None)
 
 
 class _FloatParser(flags.FloatParser):
@@ -144,22 +106,46 @@ class _IntegersParser(flags.ListParser):
     return "integer list"
 
 
-# The definitions take absl's arguments (name, default, help, flag_values) and add the range:
-# `bounds` where a flag of one binary declares its own, else its row above.
-def integer(name, default, help_text, flag_values, bounds=None):
-  low, high = bounds or INTEGERS[name]
+# The definitions take absl's arguments (name, default, help, flag_values) and add the range
+# (`bounds`; bounds_of(name) without), where it applies (`applies`, if not in every run) and
+# the --help subject.
+def integer(name, default, help_text, flag_values, bounds=None, applies=None, subject=None):
+  low, high = bounds or bounds_of(name)
   flags.DEFINE_integer(name, default, help_text, lower_bound=low, upper_bound=high,
                        flag_values=flag_values)
+  _tag(flag_values, name, applies, subject)
 
 
-def number(name, default, help_text, flag_values):
-  flags.DEFINE(_FloatParser(*FLOATS[name]), name, default, help_text, flag_values=flag_values,
-               serializer=flags.ArgumentSerializer())
+def number(name, default, help_text, flag_values, bounds=None, applies=None, subject=None):
+  flags.DEFINE(_FloatParser(*(bounds or bounds_of(name))), name, default, help_text,
+               flag_values=flag_values, serializer=flags.ArgumentSerializer())
+  _tag(flag_values, name, applies, subject)
 
 
-def integers(name, default, help_text, flag_values):
-  flags.DEFINE(_IntegersParser(*INTEGERS[name]), name, default, help_text,
+def integers(name, default, help_text, flag_values, bounds=None, applies=None, subject=None):
+  flags.DEFINE(_IntegersParser(*(bounds or bounds_of(name))), name, default, help_text,
                flag_values=flag_values, serializer=flags.CsvListSerializer(","))
+  _tag(flag_values, name, applies, subject)
+
+
+def string(name, default, help_text, flag_values, subject=None):
+  flags.DEFINE_string(name, default, help_text, flag_values=flag_values)
+  _tag(flag_values, name, None, subject)
+
+
+def boolean(name, default, help_text, flag_values, subject=None):
+  flags.DEFINE_bool(name, default, help_text, flag_values=flag_values)
+  _tag(flag_values, name, None, subject)
+
+
+def enum(name, default, allowed, help_text, flag_values, subject=None):
+  flags.DEFINE_enum(name, default, allowed, help_text, flag_values=flag_values)
+  _tag(flag_values, name, None, subject)
+
+
+def listing(name, default, help_text, flag_values, subject=None):
+  flags.DEFINE_list(name, default, help_text, flag_values=flag_values)
+  _tag(flag_values, name, None, subject)
 
 
 def choices(name, default, allowed, help_text, flag_values):
@@ -181,9 +167,10 @@ class _PathParser(flags.ArgumentParser):
     return "path"
 
 
-def path(name, default, help_text, flag_values):
+def path(name, default, help_text, flag_values, subject=None):
   flags.DEFINE(_PathParser(), name, default, help_text, flag_values=flag_values,
                serializer=flags.ArgumentSerializer())
+  _tag(flag_values, name, None, subject)
 
 
 def urls(fv):
@@ -201,7 +188,8 @@ def table(fv):
   """(flag, type, range, default, where it applies) of each numeric flag of a binary's
   FlagValues `fv`, by name: docs/flags.md is these rows."""
   return [(name, fv[name].parser.flag_type(), fv[name].parser.syntactic_help,
-           (fv[name].default_as_str or "none").strip("'"), APPLIES.get(name, "every run"))
+           (fv[name].default_as_str or "none").strip("'"),
+           getattr(fv[name], "applies", None) or "every run")
           for name in sorted(fv) if is_numeric(fv[name])]
 
 
@@ -212,7 +200,9 @@ def markdown(binaries):
          "What each binary accepts, checked while the command line (or a `--flagfile`) is "
          "parsed: a value outside its range is one line and exit status 2 before anything is "
          "imported or written, whether or not this run uses the flag. `--help` shows the same "
-         "ranges. Written from `harness/flag_ranges.py` by `tests/test_flag_ranges.py` "
+         "ranges. Written from each flag's declaration (a trainer's setting in "
+         "`cifar10/config.py`, a binary's own flag where the binary defines it) by "
+         "`tests/test_flag_ranges.py` "
          "(`FLAGS_MD=write python -m pytest tests/test_flag_ranges.py` rewrites it).", ""]
   for module, fv in sorted(binaries.items()):
     rows = table(fv)

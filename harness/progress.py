@@ -1,12 +1,14 @@
 """The progress lines of both trainers, and the evaluators' result lines.
 
-`step N, loss = X (Y examples/sec; Z sec/batch; lr R; ETA h:mm:ss)`, after the time of the
-binaries' log prefix (harness.cli: `HH:MM:SS `), so that a line fits in 100 columns:
+`step N, loss = X (Y examples/sec; Z sec/batch; acc A; lr R; ETA h:mm:ss)`, after the time
+of the binaries' log prefix (harness.cli: `HH:MM:SS `), so that a line fits in 100 columns:
 N is the 0-based index of the step just run (the global step before it), as the original
 numbered it, and a line is printed for N = 0, log_frequency, 2 * log_frequency, ... and for the
-last step. X is that step's loss and R its learning rate; examples/sec counts the global
-batch and sec/batch is one global step, averaged since the previous line, as the original's
-were. The first line of a
+last step. X is that step's loss, A the precision @ 1 of its global batch (Keras's
+`accuracy`; the `precision` summary) and R its learning rate, said on a start's first line and
+wherever it changed since the line before (the width: a rate on every line and a 6-digit step
+pass 100 columns); examples/sec counts the global batch and sec/batch is one global step,
+averaged since the previous line, as the original's were. The first line of a
 start (re)traces the step: it says how long that took instead of a rate, so no rate a person
 reads includes tracing. The ETA, the steps left to --max_steps at the rate since the first
 line (a steady rate: one slow stretch moves it little), is left out of the first line and of
@@ -49,13 +51,15 @@ class StepLogger:
     self.max_steps = max_steps
     self.global_batch_size, self.log_frequency = global_batch_size, log_frequency
     self.tick, self.last = time.time(), start_step - 1  # time and index of the last line
+    self.lr = None  # the learning rate the last line said
     self.steady = None  # (time, step) of the first line: the ETA's rate is measured from it
     # (examples/sec, steps/sec) of the last line, None for the first (it times tracing).
     self.rates = None
 
-  def after_step(self, step, loss_fn, lr_fn=None):
-    """Logs for 0-based `step` when due, with the learning rate of that step where `lr_fn`
-    gives one; returns the loss value if it was fetched."""
+  def after_step(self, step, loss_fn, lr_fn=None, precision_fn=None):
+    """Logs for 0-based `step` when due, with the batch precision and the learning rate of that
+    step where `precision_fn` and `lr_fn` give them; returns the loss value if it was
+    fetched."""
     last_step = step + 1 == self.max_steps
     # Asynchronous workers see the global step jump: a line is due when `step` enters a new
     # block of log_frequency steps, which in a synchronous run is exactly at the multiples.
@@ -65,9 +69,13 @@ class StepLogger:
     loss = float(loss_fn())  # waits for the device, so the time below is honest
     now = time.time()
     elapsed, steps = now - self.tick, step - self.last
-    lr = lr_fn() if lr_fn is not None else None
     # Inside the parentheses, after the original's fields: what parsed its lines still does.
-    rate = f"; lr {float(lr):.3g}" if lr is not None else ""
+    rate = f"; acc {float(precision_fn()):.2f}" if precision_fn is not None else ""
+    lr = lr_fn() if lr_fn is not None else None
+    lr = None if lr is None else float(lr)  # a backend without one (Keras fit) gives None
+    if lr is not None and (self.steady is None or lr != self.lr):
+      rate += f"; lr {lr:.3g}"
+    self.lr = lr
     if self.steady is None:
       logging.info("step %d, loss = %.2f (first step: %.1f s, tracing included%s)", step, loss,
                    elapsed, rate)

@@ -29,19 +29,30 @@ import os
 from absl import logging
 import tensorflow as tf
 
+from cifar10 import settings as declarations
+from cifar10.config import TrainConfig
 from cifar10.errors import UsageError
 from harness import recovery
 from harness import run_folder
 from tfbits import machine
 
 RECORD = "run_config.json"
+
+
+def _guarded():
+  """{setting: the flag that sets it} of what a run records: TrainConfig's guarded settings
+  (cifar10.settings), and after the batch size the replicas, which no one flag sets."""
+  out = {}
+  for field, declared in declarations.declared(TrainConfig):
+    if declared.guarded:
+      out[field.name] = "--" + declarations.flag_name(field, declared)
+      if field.name == "batch_size":
+        out["replicas"] = "--num_gpus or the cluster's size"
+  return out
+
+
 # The recorded settings, each with the flag that sets it.
-FLAGS = {"dataset": "--dataset", "data_dir": "--data_dir", "seed": "--seed",
-         "batch_size": "--batch_size", "replicas": "--num_gpus or the cluster's size",
-         "precision": "--precision", "loss_scale": "--loss_scale",
-         "learning_rate": "--learning_rate", "decay_steps": "--decay_steps",
-         "decay_steps_per_global_batch": "--decay_steps_per_global_batch",
-         "ema_reads": "--ema_reads"}
+FLAGS = _guarded()
 
 
 def settings(config, replicas):

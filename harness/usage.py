@@ -2,8 +2,10 @@
 
 absl's own `--help` lists a binary's flags in one alphabetical block under the module's path;
 here they come in the order a user looks for them (what to train on, how long, where it is
-kept, on which devices, in which cluster), each group alphabetical. A flag no subject names
-lands under "Other flags". `--helpfull` stays absl's: every flag of every module, absl's
+kept, on which devices, in which cluster: cifar10.settings.SUBJECTS), each group
+alphabetical. A flag's subject is part of its declaration (cifar10.settings, or the
+`subject=` of harness.flag_ranges' definitions); a flag without one lands under "Other
+flags". `--helpfull` stays absl's: every flag of every module, absl's
 own included.
 """
 
@@ -11,37 +13,14 @@ import os
 import sys
 import textwrap
 
-# Subject -> the flags it holds, in the order --help shows the subjects.
-SUBJECTS = (
-    ("Data", ("dataset", "data_dir", "download", "seed", "batch_size", "eval_data",
-              "num_examples")),
-    ("Schedule", ("max_steps", "learning_rate", "decay_steps", "decay_steps_per_global_batch",
-                  "ema_reads", "steps")),
-    ("Checkpoints, summaries and logs", (
-        "train_dir", "init_from", "override_run_config", "save_checkpoint_steps",
-        "max_checkpoints_to_keep", "save_summaries_steps", "log_frequency", "profile_steps",
-        "preemption_exit_code", "checkpoint_dir", "eval_dir", "run_once",
-        "eval_interval_secs")),
-    ("Export and prediction", ("export_dir", "version", "weights", "overwrite", "model",
-                               "top_k")),
-    ("Devices and precision", (
-        "num_gpus", "strategy", "all_reduce", "cpu_only", "visible_gpus", "allow_growth",
-        "per_process_gpu_memory_fraction", "gpu_memory_limit_mb", "log_device_placement",
-        "allow_soft_placement", "intra_op_threads", "inter_op_threads", "deterministic",
-        "precision", "use_fp16", "loss_scale", "jit_compile", "steps_per_loop")),
-    ("Clusters", (
-        "cluster_resolver", "peer_timeout_secs", "ps_partition_min_bytes", "slurm_port_base",
-        "slurm_ps_tasks", "evaluator_num_examples", "job_name", "ps_hosts", "worker_hosts",
-        "task_index", "sync_replicas", "workers", "ps", "timeout_secs")),
-)
+from cifar10 import settings
+
 WIDTH = 80
 
 
-def _subject_of(name):
-  for subject, names in SUBJECTS:
-    if name in names:
-      return subject
-  return "Other flags"
+def _subject_of(flag):
+  """The subject a flag's definition gave it (harness.flag_ranges, cifar10.settings)."""
+  return getattr(flag, "subject", None) or "Other flags"
 
 
 def _entry(flag):
@@ -64,8 +43,8 @@ def text(doc, fv, names):
   """The help of a binary whose docstring is `doc` and whose own flags are `names` in `fv`."""
   groups = {}
   for name in sorted(names):
-    groups.setdefault(_subject_of(name), []).append(_entry(fv[name]))
-  order = [s for s, _ in SUBJECTS] + ["Other flags"]
+    groups.setdefault(_subject_of(fv[name]), []).append(_entry(fv[name]))
+  order = list(settings.SUBJECTS) + ["Other flags"]
   parts = [(doc or "").strip()]
   for subject in order:
     if subject in groups:

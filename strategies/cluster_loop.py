@@ -75,7 +75,7 @@ class Backend(loop.CheckpointedBackend):
     if not call.sync:
       return driver.Steps(None, None)
     self.coordinator.join()
-    loss, lr, _, record = result.fetch()
+    loss, lr, _, record, hits = result.fetch()
     next_step = call.step + 1
     surplus = self.global_step() - next_step
     if surplus:
@@ -83,7 +83,7 @@ class Backend(loop.CheckpointedBackend):
       logging.warning("%d step(s) of a lost worker were applied and then run again; the "
                       "global step counts each scheduled step once", surplus)
       self.state.global_step.assign(next_step)
-    return driver.Steps(loss, lr, loss, lr, record=record)
+    return driver.Steps(loss, lr, loss, lr, record=record, precision=hits, last_precision=hits)
 
   def write_summaries(self, step, steps):
     with self.writer.as_default():

@@ -136,7 +136,8 @@ class Backend(CheckpointedBackend):
         tf.summary.trace_export("train_step", step=call.step)
       self.graph_written = True
     return driver.Steps(out.loss, out.lr, out.last_loss, out.last_lr, stop=out.stop,
-                        record=out.record, ran=int(out.ran) if call.k > 1 else None)
+                        record=out.record, ran=int(out.ran) if call.k > 1 else None,
+                        precision=out.precision, last_precision=out.last_precision)
 
   def stop_soon(self):
     self.state.request_stop()

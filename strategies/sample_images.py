@@ -26,8 +26,8 @@ MAX_COUNT = 10000  # the test split's size: every example of it
 
 def define_flags(fv):
   options.define_data_flags(fv)
-  flags.DEFINE_enum("split", "test", SPLITS, "Which split's examples to write.",
-                    flag_values=fv)
+  flag_ranges.enum("split", "test", SPLITS, "Which split's examples to write.",
+                   flag_values=fv)
   flag_ranges.integer("count", 1, "How many examples to write, from the split's first.",
                       flag_values=fv, bounds=(1, MAX_COUNT))
 

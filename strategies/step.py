@@ -41,7 +41,9 @@ from strategies import state
 # flag (whether any process of the job asked to stop), its record for summaries ({} unless
 # asked), and the last step's loss and learning rate (the first's, in a call of one step).
 # `ran`: the steps the call ran (fewer than asked when a stop request ended it early).
-Call = collections.namedtuple("Call", "loss lr stop record last_loss last_lr ran")
+# precision, last_precision: the first and last step's batch precision (the progress line's).
+Call = collections.namedtuple(
+    "Call", "loss lr stop record last_loss last_lr ran precision last_precision")
 
 
 class Trainer(state.TrainingState):
@@ -157,39 +159,42 @@ class Trainer(state.TrainingState):
       terms = {n: last(v) for n, v in terms.items()}
       loss_averages = {n: losses.average_update(self.loss_averages[n], terms[n])
                        for n in losses.LOSS_TERMS}
-    record = {"precision": self.strategy.experimental_local_results(hits)[0]} if record else {}
+    hits = self.strategy.experimental_local_results(hits)[0]
+    record = {"precision": hits} if record else {}
     if record and self.summary_outputs:
       record.update({"terms": terms, "averages": loss_averages,
                      "activations": {n: last(v) for n, v in activations.items()},
                      "gradients": [self.strategy.experimental_local_results(g)[0]
                                    for g in grads]})
     # The reduced request is the same on every replica; > 0 if any replica anywhere asked.
-    return loss, lr, self.strategy.experimental_local_results(stop)[0] > 0, record
+    return loss, lr, self.strategy.experimental_local_results(stop)[0] > 0, record, hits
 
   def _steps(self, iterator, stop, more):
     """The step, then up to `more` steps in the same call, with no host round trip between
-    them. Returns the first step's (loss, lr, record), the job's stop flag after the last
-    step run, the last step's loss and lr, and the number of steps run. Each step is the
+    them. Returns the fields of a Call: the first step's (loss, lr, record), the job's stop
+    flag after the last step run, the last step's loss and lr, the number of steps run, the
+    first and the last step's batch precision. Each step is the
     graph of `_step` and carries this process's stop request (stop_flag) in its all-reduce,
     so every process of the job sees a request at the same step and ends the call after it.
     A failed loss check ends the call at that step, with the steps before it applied."""
-    loss, lr, stopping, record = self._step(iterator, stop, record=False)
+    loss, lr, stopping, record, hits = self._step(iterator, stop, record=False)
 
-    def go_on(ran, stopping, last_loss, last_lr):  # pylint: disable=unused-argument
+    def go_on(ran, stopping, *_):
       return tf.logical_and(ran <= more, tf.logical_not(stopping))
 
-    def another(ran, stopping, last_loss, last_lr):  # pylint: disable=unused-argument
-      last_loss, last_lr, stopping, _ = self._step(iterator, self.stop_flag.read_value(),
-                                                   record=False)
-      return ran + 1, stopping, last_loss, last_lr
+    def another(ran, stopping, *_):
+      last_loss, last_lr, stopping, _, last_hits = self._step(
+          iterator, self.stop_flag.read_value(), record=False)
+      return ran + 1, stopping, last_loss, last_lr, last_hits
 
-    ran, stopping, last_loss, last_lr = tf.while_loop(
-        go_on, another, (tf.constant(1), stopping, loss, lr))
-    return loss, lr, stopping, record, last_loss, last_lr, ran
+    ran, stopping, last_loss, last_lr, last_hits = tf.while_loop(
+        go_on, another, (tf.constant(1), stopping, loss, lr, hits))
+    return loss, lr, stopping, record, last_loss, last_lr, ran, hits, last_hits
 
   def train_step(self, iterator, stop_requested=False, record=True):
     """One synchronous step; returns (global loss, learning rate used, whether to stop,
-    the values write_summaries needs: {} without summary_outputs or `record`).
+    the values write_summaries needs: {} without summary_outputs or `record`, the global
+    batch's precision).
 
     `stop_requested` is this process's wish to stop after the step; the returned flag is
     the wish of any process of the job, the same on all of them.
@@ -201,8 +206,8 @@ class Trainer(state.TrainingState):
     """`steps` synchronous steps in one call; returns a Call. One step runs train_step's
     function; only a call of one step returns a record (for summaries)."""
     if steps == 1:
-      loss, lr, stopping, out = self.train_step(iterator, stop_requested, record)
-      return Call(loss, lr, stopping, out, loss, lr, 1)
+      loss, lr, stopping, out, hits = self.train_step(iterator, stop_requested, record)
+      return Call(loss, lr, stopping, out, loss, lr, 1, hits, hits)
     return Call(*self.steps_fn(iterator, tf.constant(float(stop_requested)),
                                tf.constant(steps - 1, tf.int32)))
 

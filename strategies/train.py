@@ -16,6 +16,7 @@ import os
 
 from absl import flags
 
+from cifar10 import settings
 from cifar10.errors import UsageError
 from harness import cli
 from harness import flag_ranges
@@ -33,23 +34,27 @@ LAYOUT = {"multi_worker_mirrored": [("worker", None)],
 def define_flags(fv):
   options.define_train_flags(fv)
   cluster_options.define_cluster_flags(fv)
-  flags.DEFINE_string("strategy", "mirrored", "mirrored | one_device | multi_worker_mirrored "
-                      "| parameter_server", flag_values=fv)
+  flag_ranges.string("strategy", "mirrored", "mirrored | one_device | multi_worker_mirrored "
+                     "| parameter_server", flag_values=fv, subject=settings.DEVICES)
   flag_ranges.integer("steps_per_loop", 1, "Steps per call of the compiled step, with no "
                       "host round trip between them (mirrored, one_device, "
                       "multi_worker_mirrored); the same weights, logs and checkpoints. Calls "
-                      "end where a step logs, writes summaries or saves.", flag_values=fv)
-  flags.DEFINE_bool("jit_compile", False, "XLA-compile each replica's forward and backward "
-                    "pass (mirrored, one_device, multi_worker_mirrored); outside the "
-                    "bit-equality contract, and slower than TensorFlow's kernels on CPU.",
-                    flag_values=fv)
-  flags.DEFINE_string("all_reduce", "auto", "mirrored: auto | nccl | hierarchical_copy | "
-                      "reduce_to_one_device; multi_worker_mirrored: auto | ring | nccl (auto: "
-                      "NCCL between GPUs, a sum on the first device between logical CPUs; "
-                      "RING across workers).", flag_values=fv)
+                      "end where a step logs, writes summaries or saves.", flag_values=fv,
+                      bounds=(1, 100000), applies="mirrored, one_device, multi_worker_mirrored",
+                      subject=settings.DEVICES)
+  flag_ranges.boolean("jit_compile", False, "XLA-compile each replica's forward and backward "
+                      "pass (mirrored, one_device, multi_worker_mirrored); outside the "
+                      "bit-equality contract, and slower than TensorFlow's kernels on CPU.",
+                      flag_values=fv, subject=settings.DEVICES)
+  flag_ranges.string("all_reduce", "auto", "mirrored: auto | nccl | hierarchical_copy | "
+                     "reduce_to_one_device; multi_worker_mirrored: auto | ring | nccl (auto: "
+                     "NCCL between GPUs, a sum on the first device between logical CPUs; "
+                     "RING across workers).", flag_values=fv, subject=settings.DEVICES)
   flag_ranges.integer("ps_partition_min_bytes", 0, "parameter_server: split each weight of "
                       "at least twice this many bytes into row blocks of at least this size "
-                      "over the ps tasks (0: no partitioning).", flag_values=fv)
+                      "over the ps tasks (0: no partitioning).", flag_values=fv,
+                      bounds=(0, 2 ** 40), applies="parameter_server",
+                      subject=settings.CLUSTERS)
 
 
 def main(values):

@@ -3,6 +3,8 @@
 import pytest
 
 from cifar10 import config
+
+from cifar10 import eval_config
 from strategies import evaluator
 from tests import helpers
 
@@ -14,7 +16,7 @@ def test_synthetic_precision_after_60_steps(tmp_path):
   train = config.TrainConfig(train_dir=str(tmp_path / "train"), max_steps=STEPS, batch_size=32,
                              seed=5, dataset="synthetic", save_checkpoint_steps=STEPS)
   assert helpers.train_tf2(train) == STEPS
-  precision, step = evaluator.run(config.EvalConfig(
+  precision, step = evaluator.run(eval_config.EvalConfig(
       checkpoint_dir=train.train_dir, eval_dir=str(tmp_path / "eval"), run_once=True,
       num_examples=2048, dataset="synthetic", seed=5))
   assert step == STEPS

@@ -3,6 +3,8 @@
 import pytest
 
 from cifar10 import config
+
+from cifar10 import eval_config
 from cifar10 import devices
 from cifar10.errors import UsageError
 
@@ -37,9 +39,9 @@ def test_device_config_errors(kwargs, message):
 
 def test_eval_config_errors():
   with pytest.raises(UsageError, match="--eval_data must be 'test' or 'train_eval'"):
-    config.EvalConfig(checkpoint_dir="c", eval_dir="e", eval_data="validation")
+    eval_config.EvalConfig(checkpoint_dir="c", eval_dir="e", eval_data="validation")
   with pytest.raises(UsageError, match="--num_examples must be a positive integer"):
-    config.EvalConfig(checkpoint_dir="c", eval_dir="e", num_examples=0)
+    eval_config.EvalConfig(checkpoint_dir="c", eval_dir="e", num_examples=0)
 
 
 def test_without_gpus_replicas_go_to_logical_cpus():
@@ -100,7 +102,7 @@ def test_every_flag_default_is_the_config_default():
   fv = flags.FlagValues()
   options.define_eval_flags(fv)
   fv(["binary", "--checkpoint_dir=c", "--eval_dir=e"])
-  assert options.eval_config(fv) == config.EvalConfig(checkpoint_dir="c", eval_dir="e")
+  assert options.eval_config(fv) == eval_config.EvalConfig(checkpoint_dir="c", eval_dir="e")
 
 
 def test_tf2_device_setup_in_a_running_runtime_takes_devices_it_already_has():

@@ -3,6 +3,7 @@ say how fast the run goes and when it ends."""
 
 import logging as std_logging
 import os
+import re
 import subprocess
 import sys
 
@@ -58,19 +59,40 @@ def test_progress_lines_time_tracing_apart_and_take_the_eta_from_a_steady_rate(
   assert logger.rates == (128.0, 2.0)  # what the driver writes as examples_per_second
 
 
-def test_progress_lines_carry_the_steps_learning_rate(monkeypatch, caplog):
-  # What Keras's bar and Model Garden's logs show and the line did not: the rate of the step.
+def test_progress_lines_carry_the_batch_precision_and_a_changed_learning_rate(monkeypatch,
+                                                                           caplog):
+  # What Keras's bar and Model Garden's logs show and the line did not: the batch's
+  # precision on every line; the rate on a start's first line and wherever it changed (on
+  # every line it passed 100 columns from step 100000).
   clock, logger = _logger(monkeypatch, caplog, max_steps=1000000, global_batch_size=128)
   clock.now += 5.0
-  logger.after_step(0, lambda: 2.5, lambda: 0.1)
-  clock.now += 0.125
-  logger.after_step(10, lambda: 2.25, lambda: 1e-05)
+  logger.after_step(0, lambda: 2.5, lambda: 0.1, lambda: 0.0625)
+  for step, lr in ((10, 0.1), (20, 0.1), (30, 1e-05), (123450, 1e-05)):
+    clock.now += 0.0125 * (step - logger.last)
+    logger.after_step(step, lambda: 2.25, lambda lr=lr: lr, lambda: 0.9140625)
   lines = [r.getMessage() for r in caplog.records if "step " in r.getMessage()]
   assert lines == [
-      "step 0, loss = 2.50 (first step: 5.0 s, tracing included; lr 0.1)",
-      "step 10, loss = 2.25 (10240.0 examples/sec; 0.013 sec/batch; lr 1e-05; "
-      "ETA 3:28:20)"]
-  assert max(len(line) for line in lines) + len("00:00:00 ") <= 100
+      "step 0, loss = 2.50 (first step: 5.0 s, tracing included; acc 0.06; lr 0.1)",
+      "step 10, loss = 2.25 (10240.0 examples/sec; 0.013 sec/batch; acc 0.91; ETA 3:28:20)",
+      "step 20, loss = 2.25 (10240.0 examples/sec; 0.013 sec/batch; acc 0.91; ETA 3:28:20)",
+      "step 30, loss = 2.25 (10240.0 examples/sec; 0.013 sec/batch; acc 0.91; lr 1e-05; "
+      "ETA 3:28:20)",
+      "step 123450, loss = 2.25 (10240.0 examples/sec; 0.013 sec/batch; acc 0.91; "
+      "ETA 3:02:37)"]
+  assert max(len(line) for line in lines[1:3] + lines[4:]) + len("00:00:00 ") <= 100
+
+
+@pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
+def test_a_lines_batch_precision_is_the_steps_precision_summary(trainer, tmp_path):
+  from equivalence import runs  # pylint: disable=g-import-not-at-top
+  from cifar10 import scores  # pylint: disable=g-import-not-at-top
+  result = helpers.call(trainer, "--num_gpus=2", "--dataset=synthetic", "--batch_size=16",
+                        "--max_steps=2", "--log_frequency=1", "--save_summaries_steps=1",
+                        f"--train_dir={tmp_path}")
+  assert result.returncode == 0, result.stderr[-2000:]
+  shown = [float(a) for a in re.findall(r"step \d+, loss = .*; acc ([\d.]+)", result.stderr)]
+  written = runs.summaries(tmp_path)[scores.PRECISION_TAG]
+  assert shown == [round(float(written[s]), 2) for s in (0, 1)] and len(shown) == 2
 
 
 def test_devices_on_a_line_are_runs_of_indices():

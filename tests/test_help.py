@@ -8,6 +8,7 @@ import importlib
 from absl import flags
 import pytest
 
+from cifar10 import settings
 from harness import usage
 from tests import helpers
 from tests.test_flag_ranges import BINARIES
@@ -36,7 +37,7 @@ def test_each_flag_is_listed_once_under_its_subject(binary):
   headings = [line[:-1] for line, after in zip(lines, lines[1:])
               if line.endswith(":") and after.startswith("  --")]
   assert headings, text
-  order = [s for s, _ in usage.SUBJECTS] + ["Other flags"]
+  order = list(settings.SUBJECTS) + ["Other flags"]
   assert headings == sorted(headings, key=order.index), headings
   if binary in MAIN:  # every flag of theirs has a subject
     assert "Other flags" not in headings, binary
@@ -52,7 +53,7 @@ def test_the_main_binaries_help_fits_in_80_columns(binary):
 def test_help_exits_0_with_the_subjects_in_order_on_stdout():
   result = helpers.run("compat_v1.train", "--help")  # status 0 (absl's own: 1)
   assert result.returncode == 0 and result.stderr == ""
-  places = [result.stdout.index(f"\n{s}:\n") for s, _ in usage.SUBJECTS
+  places = [result.stdout.index(f"\n{s}:\n") for s in settings.SUBJECTS
             if s != "Export and prediction"]
   assert places == sorted(places)
   data, schedule = places[0], places[1]

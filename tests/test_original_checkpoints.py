@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10 import config
+from cifar10 import eval_config
 from cifar10 import data_sources as sources
 from cifar10 import input_pipeline as ip
 from cifar10 import model
@@ -60,10 +61,10 @@ def test_both_evaluators_score_the_originals_moving_averages(original, precision
   expected = int(tf.reduce_sum(tf.cast(tf.math.in_top_k(
       labels, model.inference(state.averages, images), 1), tf.int32))) / 100
   for evaluator in (tf2_evaluator, v1_evaluator):
-    eval_config = config.EvalConfig(
+    scoring = eval_config.EvalConfig(
         checkpoint_dir=str(root / precision), eval_dir=str(tmp_path / evaluator.__name__),
         run_once=True, num_examples=100, batch_size=64, dataset="synthetic", seed=SEED)
-    assert evaluator.run(eval_config) == (expected, SAVED_AT), evaluator.__name__
+    assert evaluator.run(scoring) == (expected, SAVED_AT), evaluator.__name__
 
 
 def _continue(loop_run, train_dir, init_from, *args, override_run_config=False):

@@ -154,12 +154,13 @@ def test_an_evaluator_skips_a_checkpoint_the_trainer_deletes_while_it_is_read(
   import contextlib  # pylint: disable=g-import-not-at-top
   import importlib  # pylint: disable=g-import-not-at-top
   from cifar10 import config  # pylint: disable=g-import-not-at-top
+  from cifar10 import eval_config  # pylint: disable=g-import-not-at-top
   train_dir = str(tmp_path / "train")
   train = lambda steps: helpers.call(trainer, *FLAGS, f"--max_steps={steps}",
                                      "--max_checkpoints_to_keep=1", f"--train_dir={train_dir}")
   assert train(1).returncode == 0
   for run_once in (True, False):
-    with contextlib.closing(importlib.import_module(evaluator).Evaluator(config.EvalConfig(
+    with contextlib.closing(importlib.import_module(evaluator).Evaluator(eval_config.EvalConfig(
         checkpoint_dir=train_dir, eval_dir=str(tmp_path / "eval"), num_examples=8,
         batch_size=8, run_once=run_once, eval_interval_secs=1, dataset="synthetic"))) as scorer:
       _evaluate_while_the_trainer_deletes(scorer, train, run_once)
@@ -234,9 +235,10 @@ def test_evaluators_read_a_folder_whose_index_is_empty_or_damaged(evaluator, tmp
     assert once.stdout.startswith("step 2: precision @ 1 = ")
     assert once.stdout.endswith(f"(8 examples, {tmp_path}/run/ckpt-2)\n")
   # Continuous, as a managed cluster's evaluator task runs: it ends at the final step.
+  from cifar10 import eval_config  # pylint: disable=g-import-not-at-top
   from harness import polling  # pylint: disable=g-import-not-at-top
-  run = config.EvalConfig(checkpoint_dir=str(tmp_path / "run"), eval_dir=str(tmp_path / "e"),
-                          eval_interval_secs=1, last_step=2)
+  run = eval_config.EvalConfig(checkpoint_dir=str(tmp_path / "run"),
+                               eval_dir=str(tmp_path / "e"), eval_interval_secs=1, last_step=2)
   seen = []
   assert polling.evaluate_each(lambda path: seen.append(path) or (0.5, 2), run) == (0.5, 2)
   assert seen == [f"{tmp_path}/run/ckpt-2"]

@@ -46,11 +46,9 @@ import importlib.util
 import logging
 import os
 import re
-import select
-import signal
+import subprocess
 import sys
 import threading
-import time
 
 # Native lines of `import tensorflow` that describe the build or the absence of a GPU. A line
 # matching none of them is shown.
@@ -77,25 +75,18 @@ _EXIT_WAIT_SECS = 2.0  # the filter's last writes; a child still holding the pip
 
 def filter_native_stderr(noise=(NATIVE_NOISE, RUN_NOISE)):
   """For the rest of this process's life, every line written to descriptor 2 passes through
-  a filter process that drops the lines `noise` matches (and their continuation lines)."""
+  a filter process that drops the lines `noise` matches (and their continuation lines).
+
+  The filter is a Python of its own (`python -S -c`, stdlib only, no descriptor of this
+  process but the pipe and stderr), so `ps` shows it as what it is and not as a second
+  trainer, and it holds no file this process opened (a lock, a socket)."""
   sys.stderr.flush()
   read_end, write_end = os.pipe()
-  pid = os.fork()
-  if pid == 0:  # the filter: stdlib only, no lock another thread could hold at the fork
-    status = 0
-    try:
-      os.close(write_end)
-      for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        # Ctrl-C reaches the whole process group and a stop is a SIGTERM to it: the
-        # binary's "stopped: ..." line comes after, and must come through.
-        signal.signal(sig, signal.SIG_IGN)
-      _forward(read_end, noise)
-    except BaseException:  # pylint: disable=broad-except
-      status = 1
-    finally:
-      os._exit(status)  # pylint: disable=protected-access
-  os.close(read_end)
   saved = os.dup(2)
+  filter_process = subprocess.Popen(  # pylint: disable=consider-using-with  # lives on
+      [sys.executable, "-S", "-c", _FILTER] + [n.pattern for n in noise], stdin=read_end,
+      stdout=subprocess.DEVNULL, stderr=saved)
+  os.close(read_end)
   os.dup2(write_end, 2)
   os.close(write_end)
 
@@ -105,43 +96,49 @@ def filter_native_stderr(noise=(NATIVE_NOISE, RUN_NOISE)):
     except (OSError, ValueError):
       pass
     os.dup2(saved, 2)  # later writes go straight out; the pipe's write end closes
-    deadline = time.monotonic() + _EXIT_WAIT_SECS
-    while time.monotonic() < deadline:
-      if os.waitpid(pid, os.WNOHANG)[0]:
-        return
-      time.sleep(0.01)
+    try:
+      filter_process.wait(_EXIT_WAIT_SECS)
+    except subprocess.TimeoutExpired:  # a child of ours still holds the pipe
+      pass
 
   atexit.register(finish)
 
 
-def _forward(fd, noise):
-  """Copies `fd` to descriptor 2 line by line until its end, dropping noise. A piece without
-  its newline yet goes out when nothing more is waiting (a prompt, a bar redrawn with \r)."""
-  pending, dropping = b"", False
-  while True:
-    chunk = os.read(fd, 65536)
-    if not chunk:
-      break
-    pending += chunk
-    *lines, pending = pending.split(b"\n")
-    out = []
-    for line in lines:
-      text = line.decode(errors="replace")
-      dropping = any(n.search(text) for n in noise) or (dropping and text.startswith("\t"))
-      if not dropping:
-        out.append(line + b"\n")
-    if pending and not select.select([fd], [], [], 0.05)[0]:
-      out.append(pending)
-      pending, dropping = b"", False
-    if out:
-      _write_all(b"".join(out))
-  if pending:
-    _write_all(pending)
+# The filter process: copies its stdin to its stderr line by line until the end, dropping
+# the lines the patterns in argv match and the tab-indented lines after one. A piece without
+# its newline yet goes out when nothing more is waiting (a prompt, a bar redrawn with \r).
+# Ctrl-C reaches the whole process group and a stop is a SIGTERM to it: the binary's
+# "stopped: ..." line comes after them, so the filter ignores both and ends at its input's end.
+_FILTER = r"""
+import os, re, select, signal, sys
+for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+  signal.signal(sig, signal.SIG_IGN)
+noise = [re.compile(p) for p in sys.argv[1:]]
 
-
-def _write_all(data):
+def write_all(data):
   while data:
     data = data[os.write(2, data):]
+
+pending, dropping = b"", False
+while True:
+  chunk = os.read(0, 65536)
+  if not chunk:
+    break
+  pending += chunk
+  *lines, pending = pending.split(b"\n")
+  out = []
+  for line in lines:
+    text = line.decode(errors="replace")
+    dropping = any(n.search(text) for n in noise) or (dropping and text.startswith("\t"))
+    if not dropping:
+      out.append(line + b"\n")
+  if pending and not select.select([0], [], [], 0.05)[0]:
+    out.append(pending)
+    pending, dropping = b"", False
+  if out:
+    write_all(b"".join(out))
+write_all(pending)
+"""
 
 
 @contextlib.contextmanager
