@@ -137,7 +137,7 @@ def bare_step(n, batch, warmup, steps, threads, precision="fp32"):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from cifar10 import data_sources, input_pipeline, losses, model  # pylint: disable=g-import-not-at-top,g-multiple-import
   from cifar10 import precision as mixed  # pylint: disable=g-import-not-at-top
-  from harness import determinism  # pylint: disable=g-import-not-at-top
+  from harness.devices import determinism  # pylint: disable=g-import-not-at-top
   del n  # one device: the ceiling of one replica's step
   tf.config.threading.set_intra_op_parallelism_threads(threads)
   determinism.apply(SETTINGS["deterministic"])
@@ -169,7 +169,7 @@ def peak_gflops(threads, size=2048, repeats=20):
   """float32 GFLOP/s of a size x size matmul through TensorFlow on this machine (on GPUs with
   TensorFloat-32 off under --deterministic, as the steps it is the ceiling of)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from harness import determinism  # pylint: disable=g-import-not-at-top
+  from harness.devices import determinism  # pylint: disable=g-import-not-at-top
   tf.config.threading.set_intra_op_parallelism_threads(threads)
   determinism.apply(SETTINGS["deterministic"])
   a, b = tf.random.normal([size, size]), tf.random.normal([size, size])

@@ -23,8 +23,8 @@ from absl import flags
 
 from benchmarks import children
 from cifar10.errors import UsageError
-from harness import cli
-from harness import flag_ranges
+from harness.command_line import cli
+from harness.command_line import flag_ranges
 
 MAX_HIDDEN = 65536  # units of a dense layer (~17G parameters)
 

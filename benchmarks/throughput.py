@@ -11,14 +11,14 @@ idiomatic Keras `fit` of the same CNN (benchmarks.keras_peer), and (N = 1) a bar
 step, the ceiling of the model's step here. After --warmup steps, --steps steps are timed.
 With --repeats=R each kind runs R times in rotating order and the median counts.
 Prints the machine (tfbits.machine: CPU, ISA, oneDNN, versions, GPUs), then examples/sec,
-the ratio to v1 (a precision this CPU's kernels are refused, harness.cpu_kernels, is not
+the ratio to v1 (a precision this CPU's kernels are refused, harness.devices.cpu_kernels, is not
 measured: one line says why), the model's FLOP rate as a share of this machine's
 float32 matmul peak (measured in the same run), the milliseconds of a global step and, at
 N = 1, what each kind's step costs over the bare step (its fixed per-step cost; `-` at N > 1,
 where there is no bare step, and without v1 in --kinds for the ratio). With --out, writes
-results.json (the machine as an object; null for each `-`) and, if matplotlib is installed (`pip install -e '.[bench]'`),
-chart.png there. On a machine without GPUs N means N logical CPU devices that share the same
-cores.
+results.json (the machine as an object; null for each `-`) and, if matplotlib is installed (`pip
+install -e '.[bench]'`), chart.png there. On a machine without GPUs N means N logical CPU devices
+that share the same cores.
 """
 
 import json
@@ -32,8 +32,8 @@ from benchmarks import children
 from cifar10 import config
 from cifar10 import settings
 from cifar10.errors import UsageError
-from harness import cli
-from harness import flag_ranges
+from harness.command_line import cli
+from harness.command_line import flag_ranges
 from tfbits import filesystems
 
 KINDS = ("tf2", "tf2_loop", "v1", "keras_path", "keras_peer", "bare_step")
@@ -162,7 +162,7 @@ def main(values):
   flops = measure.training_flops_per_example()
   peaks = [_run_child("peak:1:fp32", values) for _ in range(values.repeats)]
   peak, where = statistics.median(p["gflops"] for p in peaks), peaks[0]["machine"]
-  from harness import cpu_kernels  # pylint: disable=g-import-not-at-top
+  from harness.devices import cpu_kernels  # pylint: disable=g-import-not-at-top
   from tfbits import machine  # pylint: disable=g-import-not-at-top
   here = machine.Machine.from_dict(where)
   print(f"machine: {here.line()}")

@@ -3,9 +3,10 @@
 The two trainers store the same values under different keys:
 
   what                 tf.compat.v1 Saver (compat_v1)            tf.train.Checkpoint (strategies)
-  weights              conv1/weights                             params/conv1.Sweights/.ATTRIBUTES/VARIABLE_VALUE
-  moving averages      conv1/weights/ExponentialMovingAverage    ema/conv1.Sweights/.ATTRIBUTES/VARIABLE_VALUE
-  global step          global_step                               global_step/.ATTRIBUTES/VARIABLE_VALUE
+  weights              conv1/weights                            
+  params/conv1.Sweights/.ATTRIBUTES/VARIABLE_VALUE moving averages     
+  conv1/weights/ExponentialMovingAverage    ema/conv1.Sweights/.ATTRIBUTES/VARIABLE_VALUE global
+  step          global_step                               global_step/.ATTRIBUTES/VARIABLE_VALUE
 
 (object-based checkpoints escape "/" in dict keys as ".S"). Runs with `--loss_scale=dynamic`
 also hold `loss_scale` and `loss_scale_good_steps` (each trainer restores its own; a run
@@ -74,7 +75,7 @@ def newest(folder):
   """The newest checkpoint of `folder` for a reader (an evaluator): the one its `checkpoint`
   index names, or, where the index is missing, empty, damaged or names files that are gone
   (a trainer recovers from such a folder), the newest complete one on disk; None if none.
-  Reads only: the trainer repairs the index (harness.recovery.recover)."""
+  Reads only: the trainer repairs the index (harness.folders.recovery.recover)."""
   try:
     latest = tf.train.latest_checkpoint(folder)
   except Exception:  # pylint: disable=broad-except  # "Invalid checkpoint state" and its kin

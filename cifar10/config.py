@@ -28,7 +28,7 @@ MAX_THREADS = 1024  # a thread pool's size: past any machine's cores
 
 # The exit status after a SIGTERM made the run save and stop (--preemption_exit_code's
 # default): what a process killed by SIGTERM reports, which restart policies retry
-# (harness.run_errors).
+# (harness.control.run_errors).
 PREEMPTED_EXIT_STATUS = 143
 DATASETS = ("synthetic", "cifar10_bin", "cifar10")
 # Which weights and step the moving averages read in a training step: those the update
@@ -75,11 +75,11 @@ class DeviceConfig:
   visible_gpus: "0,2" style, like CUDA_VISIBLE_DEVICES or GPUOptions.visible_device_list.
   memory_fraction: per_process_gpu_memory_fraction, in (0, 1].
   memory_limit_mb: a hard per-GPU limit in MiB (the TF2-native form); exclusive with fraction.
-  deterministic: op determinism and no TensorFloat-32 (harness.determinism): the bit
+  deterministic: op determinism and no TensorFloat-32 (harness.devices.determinism): the bit
     contract on GPUs.
   precision: the compute dtype this process's steps run in (PRECISIONS; "fp32" for a task
     that runs none, a ps task or a parameter-server chief): on a CPU its kernels must have
-    it (harness.cpu_kernels).
+    it (harness.devices.cpu_kernels).
   """
   num_gpus: int = setting(
       1, "How many GPUs (replicas) to use; without GPUs, that many logical CPU devices.",
@@ -203,7 +203,8 @@ class TrainConfig:
       False, "Continue the run in --train_dir although its recorded settings "
       "(run_config.json: data, seed, batch, replicas, precision, schedule) differ from these "
       "flags.", subject=CHECKPOINTS)
-  # The command's flags as a --flagfile (harness.options), kept in train_dir; not a setting.
+  # The command's flags as a --flagfile (harness.command_line.options), kept in train_dir; not a
+  # setting.
   flagfile: Optional[str] = dataclasses.field(default=None, compare=False, repr=False)
 
   def __post_init__(self):

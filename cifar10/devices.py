@@ -3,7 +3,7 @@
 Pure decisions, tested without GPUs: `visible_gpu_indices` (--visible_gpus, --cpu_only),
 `plan` (`/gpu:0..N-1`, or on a machine without GPUs `/cpu:0..N-1`, N logical CPU devices),
 `gpu_plan` (which GPUs the run uses: the first N visible, the rest hidden) and
-`memory_limit_mb` (either form of the memory cap; harness.gpu_memory asks nvidia-smi for the
+`memory_limit_mb` (either form of the memory cap; harness.devices.gpu_memory asks nvidia-smi for the
 total a fraction needs). strategies.devices applies the plan with
 tf.config, compat_v1.devices writes it into a ConfigProto.
 """

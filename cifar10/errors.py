@@ -1,14 +1,15 @@
 """The exception the shared core raises for what a user must fix, shown as one line.
 
 UsageError: bad flags, missing or corrupt data, impossible device requests (exit status 2,
-no traceback: harness.cli). The errors of a run's control (a stop after saving, a non-finite
-loss or state, a checkpoint that does not restore) are harness.run_errors'.
+no traceback: harness.command_line.cli). The errors of a run's control (a stop after saving, a
+non-finite loss or state, a checkpoint that does not restore) are harness.control.run_errors'.
 """
 
 from tfbits.errors import OneLineError
 
 # The message of the loss check both training steps run (losses.check_finite); TensorFlow
-# reports a failed check as an InvalidArgumentError carrying it; harness.run_errors finds it.
+# reports a failed check as an InvalidArgumentError carrying it; harness.control.run_errors finds
+# it.
 NON_FINITE_CHECK = "loss is not finite"
 
 

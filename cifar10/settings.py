@@ -5,9 +5,9 @@ command-line flag (named after the field unless `flag` says otherwise; its type 
 field's: bool, int, float, str, or `kind="path"` for a folder, file or URL), its default,
 range and help, the `--help` subject it is listed under, where it takes effect if not in every
 run, and whether the run record guards it (a restart with another value is refused:
-harness.run_record). harness.options defines both trainers' flags from these fields and
-builds the configs back from the parsed values; harness.flag_ranges takes the ranges,
-harness.usage the subjects, docs/flags.md is written from them.
+harness.folders.run_record). harness.command_line.options defines both trainers' flags from these
+fields and builds the configs back from the parsed values; harness.command_line.flag_ranges takes
+the ranges, harness.command_line.usage the subjects, docs/flags.md is written from them.
 
 Pure Python, like cifar10.config: the declarations are plain data (field metadata, as flax's
 config_flags and ml_collections hold theirs), read by harness without this package knowing of

@@ -4,7 +4,7 @@ get_variable reuse, average_gradients, Session/ConfigProto, Saver, ps/worker.
   python -m compat_v1.train --num_gpus=2 --dataset=synthetic --max_steps=200
   python -m compat_v1.eval --checkpoint_dir=/tmp/cifar10_train --dataset=synthetic --run_once
 
-train -> devices (ConfigProto) -> loop (or cluster_loop: harness.driver backends) -> step,
+train -> devices (ConfigProto) -> loop (or cluster_loop: harness.control.driver backends) -> step,
 fed by inputs, file for file as in strategies; restore (any checkpoint into a graph); eval ->
 evaluator; launch; export -> saved_model (the SavedModel, the TF1 way). This package never
 imports strategies.

@@ -2,7 +2,7 @@
 MonitoredTrainingSession (the TF1 recipe).
 
 `train(config, devices, session_config, task, sync_replicas, peer_timeout_secs)`, `task` a
-harness.cluster.Task:
+harness.clusters.cluster.Task:
   ps      starts a tf.compat.v1.train.Server and serves until it is stopped (the launcher
           stops it when the chief is done).
   worker  builds the tower graph under `replica_device_setter` (variables on the ps tasks, the
@@ -33,8 +33,8 @@ from cifar10 import precision
 from compat_v1 import inputs
 from compat_v1 import restore
 from compat_v1.step import build_train_graph
-from harness import driver
-from harness import watchdog
+from harness.control import driver
+from harness.clusters import watchdog
 
 v1 = tf.compat.v1
 # The SyncReplicas chief waits this long for tokens at close; 120 s by default (a known hang).
@@ -102,7 +102,7 @@ def train(config, devices, proto, task, sync_replicas=False, peer_timeout_secs=3
 
 
 class Backend(driver.Backend):
-  """One worker of the job for harness.driver; worker 0 is the chief, which owns train_dir,
+  """One worker of the job for harness.control.driver; worker 0 is the chief, which owns train_dir,
   writes the summaries and saves. The others only train (and stop with the job)."""
 
   def __init__(self, config, devices, proto, cluster, index, sync_replicas, peer_timeout_secs):

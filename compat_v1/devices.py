@@ -5,16 +5,17 @@ to the loop, which opens its Session with that config. Where the TF2 trainer cal
 (strategies.devices), a TF1 program put every setting in one ConfigProto. Without GPUs,
 `device_count={'CPU': N}` gives the Session N CPU devices for N towers. Which devices to use
 is the shared plan (cifar10.devices); the process's eager runtime, which TensorFlow 2 starts
-for tf.data's functions even here, gets the same GPUs and memory settings (harness.gpu_runtime).
+for tf.data's functions even here, gets the same GPUs and memory settings
+(harness.devices.gpu_runtime).
 """
 
 from absl import logging
 import tensorflow as tf
 
 from cifar10.errors import UsageError
-from harness import determinism
-from harness import gpu_runtime
-from harness import progress
+from harness.devices import determinism
+from harness.devices import gpu_runtime
+from harness.control import progress
 
 
 def setup(config):

@@ -12,8 +12,8 @@ Ctrl-C or the trainer's last step.
 
 from absl import flags
 
-from harness import cli
-from harness import options
+from harness.command_line import cli
+from harness.command_line import options
 
 
 def define_flags(fv):

@@ -20,8 +20,8 @@ from cifar10.hparams import DEFAULT
 from compat_v1 import devices
 from compat_v1 import inputs
 from compat_v1 import restore
-from harness import polling
-from harness import progress
+from harness.folders import polling
+from harness.control import progress
 
 v1 = tf.compat.v1
 
@@ -36,7 +36,7 @@ class Evaluator:
       _, session_config = devices.setup(config.devices)
     self.graph = tf.Graph()
     # Opened first and kept: its ConfigProto makes the devices before tfds's reads and the
-    # input's tf.data functions start TensorFlow 2's eager runtime (harness.gpu_runtime).
+    # input's tf.data functions start TensorFlow 2's eager runtime (harness.devices.gpu_runtime).
     self.sess = v1.Session(graph=self.graph, config=session_config)
     try:
       self._build(config)

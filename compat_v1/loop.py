@@ -1,4 +1,4 @@
-"""The tower trainer's Session loop: a backend of harness.driver, as strategies.loop is.
+"""The tower trainer's Session loop: a backend of harness.control.driver, as strategies.loop is.
 
   devices, session_config = compat_v1.devices.setup(device_config)   # the entry point's job
   compat_v1.loop.train(config, devices, session_config)                # -> the final global step
@@ -24,9 +24,9 @@ from compat_v1 import inputs
 from compat_v1 import restore
 from compat_v1.step import build_train_graph
 from compat_v1.step import TrainGraph
-from harness import driver
-from harness import progress
-from harness import run_errors
+from harness.control import driver
+from harness.control import progress
+from harness.control import run_errors
 
 v1 = tf.compat.v1
 
@@ -79,7 +79,7 @@ def build(config, devices, start, arrays, graph):
 # ---------------------------------------------------------------------------- Backend
 
 class Backend(driver.Backend):
-  """The towers' run for harness.driver (see its docstring for the methods). The graph and
+  """The towers' run for harness.control.driver (see its docstring for the methods). The graph and
   the Session are made in `start`, once the step to start at is known."""
 
   def __init__(self, config, devices, session_config, dataset=None):

@@ -24,11 +24,11 @@ from absl import flags
 
 from cifar10 import settings
 from cifar10.errors import UsageError
-from harness import cli
-from harness import flag_ranges
-from harness import cluster
-from harness import cluster_options
-from harness import options
+from harness.command_line import cli
+from harness.command_line import flag_ranges
+from harness.clusters import cluster
+from harness.command_line import cluster_options
+from harness.command_line import options
 
 
 def define_flags(fv):

@@ -3,10 +3,10 @@
   python -m equivalence --num_gpus=2 --steps=10
 
 Tables: (1) the porting kit's step-by-step report of the towers against the replicas over the
-same --steps batches (losses, logits, gradients, weights: bit-identical); (2) the v1 towers against one device computing
-the whole batch (float32 summation order, 5e-6 of each variable's largest gradient);
-(3) weights and EMA shadows after --steps steps of both trainers (bit-identical), with the
-learning rate of every step. Exits 1 when any row is outside its tolerance.
+same --steps batches (losses, logits, gradients, weights: bit-identical); (2) the v1 towers against
+one device computing the whole batch (float32 summation order, 5e-6 of each variable's largest
+gradient); (3) weights and EMA shadows after --steps steps of both trainers (bit-identical), with
+the learning rate of every step. Exits 1 when any row is outside its tolerance.
 """
 
 import os
@@ -15,8 +15,8 @@ import sys
 from absl import flags
 
 from cifar10.errors import UsageError
-from harness import cli
-from harness import flag_ranges
+from harness.command_line import cli
+from harness.command_line import flag_ranges
 
 
 def define_flags(fv):

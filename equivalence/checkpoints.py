@@ -12,8 +12,8 @@ is bit-identical, NOT EQUIVALENT (exit 1) otherwise.
 from absl import flags
 
 from cifar10.errors import UsageError
-from harness import cli
-from harness import flag_ranges
+from harness.command_line import cli
+from harness.command_line import flag_ranges
 
 
 def define_flags(fv):

@@ -3,8 +3,8 @@
 The training runs are the real loops (strategies.loop.train, compat_v1.loop.train) over a
 temporary train_dir, read back from what they wrote; the gradient checks call the real step
 builders. Each function returns plain numpy dicts keyed by the TF1 variable names, so
-`compare.py` can diff them without caring which world they came from. Devices are set up as the binaries
-set them up (strategies.devices.setup, compat_v1.devices.setup, with --num_gpus=N and the
+`compare.py` can diff them without caring which world they came from. Devices are set up as the
+binaries set them up (strategies.devices.setup, compat_v1.devices.setup, with --num_gpus=N and the
 other flags' defaults): the TF2 side needs the process to have at least N logical CPU devices
 (or N GPUs) before TensorFlow starts; the v1 side asks its Session for N CPU devices itself.
 The step-by-step comparison (porting.check, over cifar10_port) runs on the kit's own device
@@ -29,9 +29,9 @@ from cifar10 import model
 from cifar10.hparams import DEFAULT
 from compat_v1 import devices as v1_devices
 from compat_v1.step import build_train_graph
-from harness import cluster
-from harness import launcher
-from harness import run_summaries
+from harness.clusters import cluster
+from harness.clusters import launcher
+from harness.control import run_summaries
 from strategies import devices as tf2_devices
 from strategies.step import Trainer
 
@@ -101,7 +101,7 @@ class RunResult:
 
 def summaries(train_dir):
   """{tag: {step: scalar value, or None for a histogram}} of a run's event files (the
-  driver's own, harness.run_summaries.TAGS, left out: the machine's timing, the command)."""
+  driver's own, harness.control.run_summaries.TAGS, left out: the machine's timing, the command)."""
   out = {}
   for path in glob.glob(f"{train_dir}/events.out.tfevents.*"):
     for event in tf.compat.v1.train.summary_iterator(path):

@@ -18,8 +18,8 @@ from absl import flags
 
 from cifar10.errors import UsageError
 
-from harness import cli
-from harness import options
+from harness.command_line import cli
+from harness.command_line import options
 
 
 def define_flags(fv):

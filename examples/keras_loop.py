@@ -13,7 +13,7 @@ the bit:
   CheckpointManager, every save_checkpoint_steps steps, at the end and on SIGTERM or Ctrl-C
   (the step finishes, the checkpoint is saved, `stopped:` and --preemption_exit_code), so
   both evaluators and both trainers' --init_from read them;
-- the run control of harness.driver, as every trainer: resume or --init_from, the progress
+- the run control of harness.control.driver, as every trainer: resume or --init_from, the progress
   lines, saves, the finiteness check, stops; fit owns the iteration and hands each step to
   the driver from a callback (`Backend.drive`);
 - the NaN check of the loss Keras reports (its running mean over the epoch, also what the
@@ -31,9 +31,9 @@ from cifar10 import data_sources
 from cifar10 import input_pipeline
 from cifar10 import precision
 from examples import keras_model
-from harness import driver
-from harness import progress
-from harness import run_errors
+from harness.control import driver
+from harness.control import progress
+from harness.control import run_errors
 from strategies import loop
 
 
@@ -109,7 +109,7 @@ class _TensorBoard(keras.callbacks.TensorBoard):
 
 
 class Backend(loop.CheckpointedBackend):
-  """The Keras model's run for harness.driver: fit owns the iteration (`drive`)."""
+  """The Keras model's run for harness.control.driver: fit owns the iteration (`drive`)."""
 
   def __init__(self, config, strategy, callbacks=()):
     self.config, self.strategy, self.callbacks = config, strategy, list(callbacks)

@@ -12,9 +12,9 @@ per-output losses and metrics keyed by name broke.
 from absl import flags
 from absl import logging
 
-from harness import cli
-from harness import flag_ranges
-from harness import options
+from harness.command_line import cli
+from harness.command_line import flag_ranges
+from harness.command_line import options
 
 
 def define_flags(fv):

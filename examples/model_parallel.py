@@ -11,9 +11,9 @@ TensorFlow logs the device of every op (`branch_1/...: (Conv2D): .../device:GPU:
 from absl import flags
 
 from cifar10.errors import UsageError
-from harness import cli
-from harness import flag_ranges
-from harness import options
+from harness.command_line import cli
+from harness.command_line import flag_ranges
+from harness.command_line import options
 
 
 def define_flags(fv):

@@ -10,8 +10,8 @@ import tensorflow as tf
 from cifar10 import checkpoints
 from cifar10 import serving
 from cifar10.errors import UsageError
-from harness import recovery
-from harness import run_folder
+from harness.folders import recovery
+from harness.folders import run_folder
 from strategies import saved_model
 
 SAVED_MODEL = "saved_model.pb"

@@ -5,7 +5,7 @@
 
 The workers and ps tasks only serve (strategies.devices.serve); the entry point picks which.
 The step and state are strategies.loop's (the same compiled `Trainer` step, the same resume
-and --init_from), and harness.driver decides the rest as for every loop; this backend only
+and --init_from), and harness.control.driver decides the rest as for every loop; this backend only
 schedules. The coordinator schedules exactly max_steps - start steps; if a worker dies,
 ClusterCoordinator runs its pending steps on the others and the run still reaches --max_steps.
 ClusterCoordinator runs a step at least once: a step the dying worker had in flight may
@@ -26,13 +26,13 @@ import tensorflow as tf
 from cifar10 import data_sources
 from cifar10 import input_pipeline
 from cifar10 import scores
-from harness import driver
+from harness.control import driver
 from strategies import histograms
 from strategies import loop
 
 
 class Backend(loop.CheckpointedBackend):
-  """The chief's side of a parameter-server job for harness.driver. `run` schedules one step
+  """The chief's side of a parameter-server job for harness.control.driver. `run` schedules one step
   and returns at once; with `sync` (a log line, summary or save is due) it joins the workers
   first and fetches that step's loss and rate."""
 

@@ -25,11 +25,11 @@ from absl import logging
 import tensorflow as tf
 
 from cifar10.errors import UsageError
-from harness import cluster
-from harness import determinism
-from harness import gpu_runtime
-from harness import progress
-from harness import watchdog
+from harness.clusters import cluster
+from harness.devices import determinism
+from harness.devices import gpu_runtime
+from harness.control import progress
+from harness.clusters import watchdog
 
 STRATEGIES = ("mirrored", "one_device", "multi_worker_mirrored", "parameter_server")
 # --all_reduce, per strategy. auto: NCCL between GPUs, ReductionToOneDevice between logical

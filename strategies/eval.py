@@ -11,8 +11,8 @@ each new checkpoint as the trainer writes it, until Ctrl-C or the last step.
 
 from absl import flags
 
-from harness import cli
-from harness import options
+from harness.command_line import cli
+from harness.command_line import options
 
 
 def define_flags(fv):

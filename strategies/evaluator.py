@@ -2,8 +2,8 @@
 
 The model variables are loaded with the checkpoint's EMA shadows (the TF2 counterpart of
 `ExponentialMovingAverage.variables_to_restore()`), and the first num_examples of the eval
-split are classified on one device, each exactly once (the last batch holds the remainder). Checkpoints of either trainer are read
-(cifar10.checkpoints maps the names).
+split are classified on one device, each exactly once (the last batch holds the remainder).
+Checkpoints of either trainer are read (cifar10.checkpoints maps the names).
 """
 
 import contextlib
@@ -15,8 +15,8 @@ from cifar10 import data_sources
 from cifar10 import input_pipeline
 from cifar10 import model
 from cifar10 import scores
-from harness import polling
-from harness import progress
+from harness.folders import polling
+from harness.control import progress
 from strategies import devices
 
 

@@ -13,8 +13,8 @@ probabilities, classes and class_names (docs/serving.md).
 
 from absl import flags
 
-from harness import cli
-from harness import export_options
+from harness.command_line import cli
+from harness.command_line import export_options
 
 
 def define_flags(fv):
@@ -23,7 +23,7 @@ def define_flags(fv):
 
 def main(values):
   config = export_options.export_config(values)
-  from harness import export_folder  # pylint: disable=g-import-not-at-top
+  from harness.folders import export_folder  # pylint: disable=g-import-not-at-top
   from strategies import saved_model  # pylint: disable=g-import-not-at-top
   export_folder.export(config, saved_model.save)
 

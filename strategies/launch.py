@@ -18,11 +18,11 @@ import sys
 from absl import flags
 
 from cifar10.errors import UsageError
-from harness import cli
-from harness import flag_ranges
-from harness import cluster
-from harness import gpu_split
-from harness import launcher
+from harness.command_line import cli
+from harness.command_line import flag_ranges
+from harness.clusters import cluster
+from harness.clusters import gpu_split
+from harness.clusters import launcher
 
 
 def define_flags(fv):

@@ -1,4 +1,4 @@
-"""The TF2 training loop under a synchronous strategy: a backend of harness.driver.
+"""The TF2 training loop under a synchronous strategy: a backend of harness.control.driver.
 
   strategy = strategies.devices.get_strategy("mirrored", devices)   # the entry point's job
   strategies.loop.train(config, strategy)                          # -> the final global step
@@ -23,10 +23,10 @@ from cifar10 import model
 from cifar10 import precision
 from cifar10 import scores
 from cifar10 import summaries
-from harness import driver
-from harness import progress
-from harness import run_errors
-from harness import run_folder
+from harness.control import driver
+from harness.control import progress
+from harness.control import run_errors
+from harness.folders import run_folder
 from strategies import histograms
 from strategies.inputs import distributed_input
 from strategies.step import Trainer
@@ -87,7 +87,7 @@ class CheckpointedBackend(driver.Backend):
 
 
 class Backend(CheckpointedBackend):
-  """A synchronous strategy's run for harness.driver (see its docstring for the methods)."""
+  """A synchronous strategy's run for harness.control.driver (see its docstring for the methods)."""
 
   def __init__(self, config, strategy, dataset=None, jit_compile=False, steps_per_loop=1):
     self.config, self.strategy, self.dataset = config, strategy, dataset
@@ -180,7 +180,7 @@ def train(config, strategy, dataset=None, on_step=None, steps_per_loop=1, jit_co
     steps_per_loop > 1 after the first and the last step of each call.
   steps_per_loop: steps per call of the compiled function (--steps_per_loop): no host
     round trip between them. The same weights, bit for bit, log lines, summaries and
-    checkpoints as one step per call (harness.driver.call_length); a SIGTERM or Ctrl-C
+    checkpoints as one step per call (harness.control.driver.call_length); a SIGTERM or Ctrl-C
     ends a call after the step in hand.
   jit_compile: XLA compiles each replica's forward and backward pass (--jit_compile); outside
     the bit-equality contract (XLA fuses and reorders float arithmetic).

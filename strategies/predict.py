@@ -18,8 +18,8 @@ still get their answer, and the exit status is then 2.
 from absl import flags
 
 from cifar10.errors import UsageError
-from harness import cli
-from harness import export_options
+from harness.command_line import cli
+from harness.command_line import export_options
 from tfbits import filesystems
 
 

@@ -15,9 +15,9 @@ under a temporary name and renamed, so a file of that name is always a whole ima
 from absl import flags
 
 from cifar10.errors import UsageError
-from harness import cli
-from harness import flag_ranges
-from harness import options
+from harness.command_line import cli
+from harness.command_line import flag_ranges
+from harness.command_line import options
 from tfbits import filesystems
 
 SPLITS = ("test", "train")

@@ -45,7 +45,7 @@ class TrainingState:
         self.good_steps = tf.Variable(0, dtype=tf.int64, trainable=False,
                                       name="loss_scale_good_steps")
     # A stop request (SIGTERM, Ctrl-C) that arrives during a call of many steps: set from
-    # another thread (harness.signals), read by the call before each of its later steps.
+    # another thread (harness.control.signals), read by the call before each of its later steps.
     # This process's own, outside the strategy: never mirrored, never checkpointed.
     self.stop_flag = tf.Variable(0.0, trainable=False, name="stop_requested")
     self.averages = {n: _join(v, [self.ema.average(s) for s in _parts(v)])

@@ -18,11 +18,11 @@ from absl import flags
 
 from cifar10 import settings
 from cifar10.errors import UsageError
-from harness import cli
-from harness import flag_ranges
-from harness import cluster_options
-from harness import determinism
-from harness import options
+from harness.command_line import cli
+from harness.command_line import flag_ranges
+from harness.command_line import cluster_options
+from harness.devices import determinism
+from harness.command_line import options
 
 
 # The jobs of a Slurm step's tasks, in rank order (None: the rest); worker 0 is the chief
@@ -75,7 +75,7 @@ def main(values):
                      "multi_worker_mirrored; parameter_server schedules one step per call")
   # TensorFlow is imported only now, so bad flags are answered in milliseconds.
   from absl import logging  # pylint: disable=g-import-not-at-top
-  from harness import cluster  # pylint: disable=g-import-not-at-top
+  from harness.clusters import cluster  # pylint: disable=g-import-not-at-top
   from strategies import devices  # pylint: disable=g-import-not-at-top
   if values.strategy in ("mirrored", "one_device"):
     if cluster.is_set():

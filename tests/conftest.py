@@ -38,11 +38,11 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
   """Tests marked float16 or bfloat16 compute in that dtype on the CPU: skipped, with the
   trainers' own one-line reason, where this machine's kernels are refused it
-  (harness.cpu_kernels: fp16 on oneDNN's float16 kernels, bf16 under an ONEDNN_MAX_CPU_ISA
+  (harness.devices.cpu_kernels: fp16 on oneDNN's float16 kernels, bf16 under an ONEDNN_MAX_CPU_ISA
   cap below AVX-512). The kernel-family test runs fp16 there with oneDNN off."""
   if _is_xdist_controller(config):
     return
-  from harness import cpu_kernels  # pylint: disable=g-import-not-at-top
+  from harness.devices import cpu_kernels  # pylint: disable=g-import-not-at-top
   from tfbits import machine  # pylint: disable=g-import-not-at-top
   here = machine.describe()
   for item in items:

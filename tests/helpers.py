@@ -123,14 +123,14 @@ def summary_steps(folder):
 
 
 def call(module, *args):
-  """`python -m module args...` inside this process (harness.cli.call: the same parsing, the
+  """`python -m module args...` inside this process (harness.command_line.cli.call: the same parsing, the
   same one-line errors); returns a CompletedProcess with returncode, stdout (its results)
   and stderr (its log lines, then what it printed there)."""
   import contextlib  # pylint: disable=g-import-not-at-top
   import importlib  # pylint: disable=g-import-not-at-top
   import io  # pylint: disable=g-import-not-at-top
   import logging  # pylint: disable=g-import-not-at-top
-  from harness import cli  # pylint: disable=g-import-not-at-top
+  from harness.command_line import cli  # pylint: disable=g-import-not-at-top
   binary = importlib.import_module(module)
   import inspect  # pylint: disable=g-import-not-at-top
   takes_args = len(inspect.signature(binary.main).parameters) == 2  # main(values, args)

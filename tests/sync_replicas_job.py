@@ -23,7 +23,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from harness import launcher
+from harness.clusters import launcher
 
 v1 = tf.compat.v1
 

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from cifar10.errors import UsageError
-from harness import cluster
+from harness.clusters import cluster
 from strategies import devices
 from tests import helpers
 

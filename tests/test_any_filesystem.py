@@ -17,10 +17,10 @@ import tensorflow as tf
 from cifar10 import checkpoints
 from cifar10 import config
 from cifar10 import errors
-from harness import ownership
-from harness import recovery
-from harness import run_folder
-from harness import run_errors
+from harness.folders import ownership
+from harness.folders import recovery
+from harness.folders import run_folder
+from harness.control import run_errors
 from tests import helpers
 
 

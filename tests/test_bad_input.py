@@ -25,7 +25,7 @@ def _check(result, expected):
 
 
 @pytest.mark.parametrize("flag,expected", [
-    # Ranges: harness.flag_ranges (tests/test_flag_ranges.py walks every numeric flag).
+    # Ranges: harness.command_line.flag_ranges (tests/test_flag_ranges.py walks every numeric flag).
     ("--num_gpus=0", "flag --num_gpus=0: 0 is not an integer in the range [1, 64]"),
     ("--batch_size=-8", "flag --batch_size=-8: -8 is not an integer in the range [1, 65536]"),
     ("--max_steps=0", "flag --max_steps=0: 0 is not an integer in the range [1, "),

@@ -66,7 +66,7 @@ def test_the_peer_wait_watchdog_dies_with_the_process_it_guards():
   # to whatever process had the PID by then.
   import time  # pylint: disable=g-import-not-at-top
   guarded = subprocess.Popen(
-      [sys.executable, "-c", "import time\nfrom harness import watchdog\n"
+      [sys.executable, "-c", "import time\nfrom harness.clusters import watchdog\n"
        "with watchdog.deadline(60, 'never') as w:\n  print(w.pid, flush=True); time.sleep(1)\n"
        "  print('waiting', flush=True); time.sleep(60)"],
       stdout=subprocess.PIPE, text=True, cwd=helpers.REPO)
@@ -88,7 +88,7 @@ def test_the_peer_wait_watchdog_dies_with_the_process_it_guards():
 @pytest.mark.slow
 def test_a_v1_worker_whose_ps_never_comes_up_is_a_bounded_error(tmp_path):
   import time  # pylint: disable=g-import-not-at-top
-  from harness import launcher  # pylint: disable=g-import-not-at-top
+  from harness.clusters import launcher  # pylint: disable=g-import-not-at-top
   ps, worker = (f"127.0.0.1:{p}" for p in launcher.free_ports(2))
   begin = time.time()
   result = helpers.run("compat_v1.train", "--job_name=worker", "--task_index=0",
@@ -112,7 +112,7 @@ def test_more_cpu_replicas_than_a_sane_bound_are_refused_up_front(trainer, tmp_p
 
 
 def _cluster(*jobs):
-  from harness import launcher  # pylint: disable=g-import-not-at-top
+  from harness.clusters import launcher  # pylint: disable=g-import-not-at-top
   ports = iter(launcher.free_ports(len(jobs)))
   cluster = {}
   for job in jobs:
@@ -145,7 +145,7 @@ def test_cluster_flags_that_name_no_cluster_are_one_line(args, expected, tmp_pat
 ])
 def test_a_task_whose_port_is_taken_is_one_line(args, jobs, task, tmp_path, monkeypatch):
   import socket  # pylint: disable=g-import-not-at-top
-  from harness import cluster  # pylint: disable=g-import-not-at-top
+  from harness.clusters import cluster  # pylint: disable=g-import-not-at-top
   spec = _cluster(*jobs)
   with socket.socket() as taken:  # another process's server on this task's port
     taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -176,7 +176,7 @@ def test_a_task_whose_port_is_taken_is_one_line(args, jobs, task, tmp_path, monk
      "EagerService/RunComponentFunction:\n", "/job:ps/replica:0/task:0/device:CPU:0"),
 ])
 def test_a_peer_lost_mid_run_is_one_line_with_a_status_to_retry(kind, message, peer, capsys):
-  from harness import cli  # pylint: disable=g-import-not-at-top
+  from harness.command_line import cli  # pylint: disable=g-import-not-at-top
   error = type(kind, (Exception,), {})(message)
 
   def main(values):  # pylint: disable=unused-argument
@@ -219,7 +219,7 @@ def test_a_slurm_step_that_is_not_one_is_one_line(trainer, environ, expected, tm
 
 def test_an_evaluator_task_whose_chief_is_gone_stops_in_one_line(tmp_path, monkeypatch):
   import time  # pylint: disable=g-import-not-at-top
-  from harness import launcher  # pylint: disable=g-import-not-at-top
+  from harness.clusters import launcher  # pylint: disable=g-import-not-at-top
   # A chief address where nothing listens any more (its pod was killed): before, the
   # evaluator task waited for its final checkpoint for ever.
   chief = f"127.0.0.1:{launcher.free_ports(1)[0]}"

@@ -93,7 +93,7 @@ def test_each_run_value_has_one_home():
 
 def test_every_flag_default_is_the_config_default():
   from absl import flags  # pylint: disable=g-import-not-at-top
-  from harness import options  # pylint: disable=g-import-not-at-top
+  from harness.command_line import options  # pylint: disable=g-import-not-at-top
   fv = flags.FlagValues()
   options.define_train_flags(fv)
   fv(["binary", "--train_dir=/tmp/x"])

@@ -1,11 +1,11 @@
-"""--precision on a CPU (harness.cpu_kernels): fp16 refused where oneDNN's float16 kernels
+"""--precision on a CPU (harness.devices.cpu_kernels): fp16 refused where oneDNN's float16 kernels
 would take it (Xeons with AVX-512 FP16: ~20x slower and NaN at step 14, measured there), run
 with a one-line warning elsewhere; bf16 refused where oneDNN is capped below AVX-512 on an
 AVX-512 CPU. The machine is faked at the boundary (tfbits.machine.describe)."""
 
 import pytest
 
-from harness import cpu_kernels
+from harness.devices import cpu_kernels
 from tfbits import machine
 from tests import helpers
 
@@ -58,7 +58,7 @@ def test_a_gpu_run_is_not_asked(monkeypatch):
   # The GPU plan: its steps never meet the CPU's kernels (GPU listing faked, as elsewhere).
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from cifar10 import config  # pylint: disable=g-import-not-at-top
-  from harness import gpu_runtime  # pylint: disable=g-import-not-at-top
+  from harness.devices import gpu_runtime  # pylint: disable=g-import-not-at-top
   asked = []
   monkeypatch.setattr(cpu_kernels, "check", asked.append)
   gpus = [tf.config.PhysicalDevice("/physical_device:GPU:0", "GPU")]

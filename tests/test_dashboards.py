@@ -16,7 +16,7 @@ from cifar10 import input_pipeline
 from cifar10 import losses
 from cifar10 import model
 from cifar10 import scores
-from harness import run_summaries
+from harness.control import run_summaries
 from tests import helpers
 
 

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from harness import launcher
+from harness.clusters import launcher
 from tests import deploy_jobs
 from tests import helpers
 
@@ -99,7 +99,7 @@ def test_the_v1_sync_replicas_job_runs_as_a_slurm_step_to_the_exact_step(tmp_pat
 
 def test_slurm_steps_become_a_cluster_in_rank_order():
   from cifar10.errors import UsageError  # pylint: disable=g-import-not-at-top
-  from harness import slurm  # pylint: disable=g-import-not-at-top
+  from harness.clusters import slurm  # pylint: disable=g-import-not-at-top
   assert slurm.expand_hostlist("gpu[01-03,7],login1") == ["gpu01", "gpu02", "gpu03", "gpu7",
                                                              "login1"]
   assert slurm.expand_tasks_per_node("2(x3),1") == [2, 2, 2, 1]

@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 import yaml
 
-from harness import launcher
+from harness.clusters import launcher
 from tests import deploy_jobs
 from tests import helpers
 
@@ -111,7 +111,7 @@ def test_the_parameter_server_tfjob_loses_a_worker_and_stops_at_the_exact_step(t
 
 
 def test_managed_cluster_tf_configs_are_read_with_their_evaluator_outside_the_cluster():
-  from harness import cluster  # pylint: disable=g-import-not-at-top
+  from harness.clusters import cluster  # pylint: disable=g-import-not-at-top
   spec = {"chief": ["c:2222"], "worker": ["w0:2222", "w1:2222"]}
   # TFJob / AI Platform: extra keys, the evaluator not in the cluster.
   task = cluster.parse(json.dumps({"cluster": spec, "task": {"type": "evaluator", "index": 0},

@@ -1,7 +1,7 @@
 """The bit contract's runtime settings are applied wherever the contract is claimed.
 
-On GPUs the contract needs op determinism and TensorFloat-32 off (harness.determinism). No
-GPU here: the GPU listing is faked at harness.determinism's boundary, and TensorFlow's own
+On GPUs the contract needs op determinism and TensorFloat-32 off (harness.devices.determinism). No
+GPU here: the GPU listing is faked at harness.devices.determinism's boundary, and TensorFlow's own
 process-wide flags are watched, as a GPU run would get them. Each binary that claims the
 contract sets them, `--nodeterministic` gives TensorFloat-32 back, and on CPUs nothing is set.
 """
@@ -11,7 +11,7 @@ import tensorflow as tf
 from tensorflow.python.framework import config as tf_config  # pylint: disable=g-direct-tensorflow-import
 
 from cifar10 import config
-from harness import determinism
+from harness.devices import determinism
 from tests import helpers
 
 
@@ -22,7 +22,7 @@ def _off():
 
 @pytest.fixture(name="gpu_box")
 def fixture_gpu_box(monkeypatch):
-  """This process as if it had GPUs, for harness.determinism only; TensorFlow's defaults
+  """This process as if it had GPUs, for harness.devices.determinism only; TensorFlow's defaults
   before and after (op determinism would refuse the unseeded ops of later tests)."""
   _off()
   monkeypatch.setattr(determinism, "_gpus", lambda: ["/physical_device:GPU:0"])
@@ -57,7 +57,7 @@ def test_without_gpus_nothing_is_set():
 
 def test_the_flag_reaches_the_device_config():
   from absl import flags  # pylint: disable=g-import-not-at-top
-  from harness import options  # pylint: disable=g-import-not-at-top
+  from harness.command_line import options  # pylint: disable=g-import-not-at-top
   fv = flags.FlagValues()
   options.define_device_flags(fv)
   fv(["binary"])

@@ -144,14 +144,19 @@ def test_readme_runs_in_the_order_shown(tmp_path, capsys):
 @pytest.mark.parametrize("package", ["cifar10", "strategies", "compat_v1", "harness",
                                      "examples", "equivalence", "benchmarks", "porting"])
 def test_every_module_is_named_in_readme_and_its_package_docstring(package):
-  modules = sorted(os.path.basename(p)[:-3] for p in glob.glob(f"{helpers.REPO}/{package}/*.py")
+  # A package laid out in folders (harness) names the modules of each folder.
+  paths = glob.glob(f"{helpers.REPO}/{package}/*.py") + (
+      glob.glob(f"{helpers.REPO}/{package}/*/*.py") if package == "harness" else [])
+  modules = sorted(os.path.basename(p)[:-3] for p in paths
                    if not os.path.basename(p).startswith("__"))
   with open(os.path.join(helpers.REPO, "README.md"), encoding="utf-8") as f:
     row = next(line for line in f if line.startswith(f"| `{package}/` |"))
   missing = [m for m in modules if f"`{m}`" not in row]
   assert not missing, f"README's package table lacks {package}: {missing}"
   if package in ("cifar10", "strategies", "compat_v1", "harness", "porting"):
-    doc = importlib.import_module(package).__doc__
+    folders = {os.path.basename(os.path.dirname(p)) for p in paths} - {package}
+    doc = "".join(importlib.import_module(name).__doc__ for name in
+                  [package] + [f"{package}.{folder}" for folder in sorted(folders)])
     missing = [m for m in modules if not re.search(rf"\b{m}\b", doc)]
     assert not missing, f"{package}/__init__.py's docstring lacks {missing}"
 

@@ -13,10 +13,10 @@ import tensorflow as tf
 from cifar10 import checkpoints
 from cifar10 import config
 from cifar10 import model
-from harness import driver
-from harness import recovery
-from harness import run_errors
-from harness import signals
+from harness.control import driver
+from harness.folders import recovery
+from harness.control import run_errors
+from harness.control import signals
 
 
 class Numbers(driver.Backend):

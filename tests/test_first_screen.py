@@ -10,7 +10,7 @@ import sys
 from absl import logging
 import pytest
 
-from harness import progress
+from harness.control import progress
 from tfbits import quiet
 from tests import helpers
 
@@ -216,9 +216,9 @@ BINARIES = ["strategies.train", "compat_v1.train", "strategies.eval", "compat_v1
 
 
 def test_no_binary_imports_tensorflow_before_its_flags_are_parsed():
-  # harness.cli quiets TensorFlow's first screen before main imports it, and a bad flag is
-  # answered before TensorFlow's seconds of import. Before: strategies.train imported it at
-  # module level (through harness.determinism), and its first screen came back.
+  # harness.command_line.cli quiets TensorFlow's first screen before main imports it, and a bad flag
+  # is answered before TensorFlow's seconds of import. Before: strategies.train imported it at
+  # module level (through harness.devices.determinism), and its first screen came back.
   code = ("import importlib, sys\n"
           "for name in sys.argv[1:]:\n"
           "  importlib.import_module(name)\n"

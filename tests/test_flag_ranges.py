@@ -13,8 +13,8 @@ import re
 from absl import flags
 import pytest
 
-from harness import cli
-from harness import flag_ranges
+from harness.command_line import cli
+from harness.command_line import flag_ranges
 from tests import helpers
 
 # Every module a user runs with `python -m` (each ends in cli.app_run; the porting kit's has a

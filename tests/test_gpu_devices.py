@@ -11,7 +11,7 @@ import tensorflow as tf
 from cifar10 import config
 from cifar10 import model
 from compat_v1 import devices as v1_devices
-from harness import gpu_memory
+from harness.devices import gpu_memory
 from strategies import devices as tf2_devices
 from tests import helpers
 
@@ -30,7 +30,7 @@ class _FakeTF:
                  "set_soft_device_placement"):
       monkeypatch.setattr(cfg, name, self._recorder(name))
     monkeypatch.setattr(cfg.experimental, "set_memory_growth", self._recorder("growth"))
-    # The bit contract's settings (harness.determinism), recorded: for real, op determinism
+    # The bit contract's settings (harness.devices.determinism), recorded: for real, op determinism
     # would stay on in this process and refuse later tests' unseeded ops.
     monkeypatch.setattr(cfg.experimental, "enable_op_determinism",
                         self._recorder("op_determinism"))

@@ -1,4 +1,4 @@
-"""Each task of a local cluster sees its own GPUs (harness.gpu_split), proved without a GPU.
+"""Each task of a local cluster sees its own GPUs (harness.clusters.gpu_split), proved without a GPU.
 
 The machine's GPU list is faked at gpu_split's boundary (CUDA_VISIBLE_DEVICES, or what
 nvidia-smi would list); the launchers' tasks are built as they build them and handed to
@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from cifar10.errors import UsageError
-from harness import gpu_split
-from harness import launcher
+from harness.clusters import gpu_split
+from harness.clusters import launcher
 
 
 def _mwms(workers, num_gpus):

@@ -1,5 +1,5 @@
 """`--help`, as a user reads it: the binary's usage, then its own flags grouped by subject
-(harness.usage), each once, within 80 columns where the project wrote the text. Before:
+(harness.command_line.usage), each once, within 80 columns where the project wrote the text. Before:
 one alphabetical block of 155 lines under the module's path, with a preamble written for
 the project's developers, ending with exit status 1."""
 
@@ -9,7 +9,7 @@ from absl import flags
 import pytest
 
 from cifar10 import settings
-from harness import usage
+from harness.command_line import usage
 from tests import helpers
 from tests.test_flag_ranges import BINARIES
 
@@ -72,9 +72,9 @@ def _scripts():
 
 
 @pytest.mark.slow
-# One of each kind of entry point (harness.cli's app_run with flags only, with arguments, and
-# the kit's own command line); every script is one of them (pyproject.toml), and a process
-# each costs the suite ~2.5 s.
+# One of each kind of entry point (harness.command_line.cli's app_run with flags only, with
+# arguments, and the kit's own command line); every script is one of them (pyproject.toml), and a
+# process each costs the suite ~2.5 s.
 @pytest.mark.parametrize("script", ["cifar10-train", "cifar10-predict", "cifar10-porting"])
 def test_every_console_script_answers_helpfull_with_its_own_text(script):
   # Before: --helpfull started at the flags (absl printed __main__'s docstring: pip's

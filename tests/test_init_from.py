@@ -1,4 +1,4 @@
-"""--init_from in every mode, by construction: harness.driver decides resume or --init_from
+"""--init_from in every mode, by construction: harness.control.driver decides resume or --init_from
 for all five loops, so each starts from another run's checkpoint the same way.
 
 The reference is a TF2 one-device run of 3 steps on the classic .bin files that saved after

@@ -9,7 +9,7 @@ import os
 from absl import flags
 import pytest
 
-from harness import cli
+from harness.command_line import cli
 from tests import helpers
 from tests import test_flag_ranges
 
@@ -75,7 +75,7 @@ def test_a_folder_where_a_run_keeps_a_file_is_one_line(trainer, name, tmp_path):
 def test_a_folder_at_a_file_is_refused_on_any_filesystem():
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from cifar10.errors import UsageError  # pylint: disable=g-import-not-at-top
-  from harness import run_folder  # pylint: disable=g-import-not-at-top
+  from harness.folders import run_folder  # pylint: disable=g-import-not-at-top
   tf.io.gfile.makedirs("ram://inputs_first/flags.txt/inside")
   with pytest.raises(UsageError, match="is a folder"):
     run_folder.write_atomically("ram://inputs_first/flags.txt", "text")
@@ -126,7 +126,7 @@ def test_an_evaluation_that_fails_on_its_input_writes_nothing(evaluator, tmp_pat
 def test_a_waiting_evaluator_says_so_and_ctrl_c_there_is_a_clean_end(evaluator, tmp_path,
                                                                      monkeypatch):
   """Before: silence while it waited, and Ctrl-C was `error: interrupted`, exit 130."""
-  from harness import polling  # pylint: disable=g-import-not-at-top
+  from harness.folders import polling  # pylint: disable=g-import-not-at-top
   train_dir = tmp_path / "run"
   assert helpers.call("strategies.train", *QUICK, f"--train_dir={train_dir}").returncode == 0
 

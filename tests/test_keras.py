@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from cifar10 import data_sources as sources
 from cifar10 import input_pipeline as ip
-from harness import run_errors
+from harness.control import run_errors
 from equivalence import runs
 from strategies import devices as tf2_devices
 from examples import keras_model

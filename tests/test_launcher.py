@@ -11,8 +11,8 @@ import subprocess
 import sys
 import time
 
-from harness import cluster
-from harness import launcher
+from harness.clusters import cluster
+from harness.clusters import launcher
 
 
 def _task(job, index, code, server=False):
@@ -105,7 +105,7 @@ def test_cluster_spec_and_tf_config():
 
 def _launch_in_subprocess(tasks_code):
   """A launcher process of its own (so the test can signal it) running `tasks_code`'s tasks."""
-  code = ("import sys; from harness import launcher; T = launcher.Task; "
+  code = ("import sys; from harness.clusters import launcher; T = launcher.Task; "
           f"sys.exit(launcher.run({tasks_code}, chief='worker:0', grace=5))")
   root = os.path.dirname(os.path.dirname(os.path.abspath(launcher.__file__)))
   return subprocess.Popen([sys.executable, "-c", code], cwd=root, text=True,

@@ -106,7 +106,7 @@ def test_the_kits_report_says_where_it_ran():
 
 
 def test_a_long_machine_line_breaks_at_its_commas_within_the_width(caplog):
-  from harness import progress  # pylint: disable=g-import-not-at-top
+  from harness.control import progress  # pylint: disable=g-import-not-at-top
   caplog.set_level("INFO")
   server = machine.Machine(
       cpu="Intel(R) Xeon(R) Platinum 8480+", cpus=224, isa=("avx2",), onednn=True,

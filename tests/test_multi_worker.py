@@ -99,7 +99,7 @@ def test_a_stopped_job_saves_and_launched_again_continues_from_there(tmp_path, m
   assert _no_task_left(tmp_path)
   assert not scratch.exists() and not list(temp.iterdir())
   # Only the chief writes into train_dir: per launch, the events file of its loop and the
-  # one of the driver's speed scalars (harness.run_summaries.SPEED_TAGS).
+  # one of the driver's speed scalars (harness.control.run_summaries.SPEED_TAGS).
   assert len(glob.glob(f"{tmp_path}/events.out.tfevents.*")) == 2 * 2
 
 
@@ -122,8 +122,8 @@ def test_a_worker_that_never_comes_up_is_a_bounded_error(tmp_path):
 def test_a_worker_whose_peer_dies_mid_run_ends_in_one_line_to_retry(tmp_path, monkeypatch):
   """Pods of a TFJob are not stopped together: worker 0 must notice that worker 1 is gone
   (no timeout on the collectives any more, see strategies/devices.py) and end, not hang."""
-  from harness import cluster  # pylint: disable=g-import-not-at-top
-  from harness import launcher  # pylint: disable=g-import-not-at-top
+  from harness.clusters import cluster  # pylint: disable=g-import-not-at-top
+  from harness.clusters import launcher  # pylint: disable=g-import-not-at-top
   workers = [f"127.0.0.1:{p}" for p in launcher.free_ports(2)]
   procs = []
   for index in range(2):

@@ -16,7 +16,7 @@ import pytest
 import tensorflow as tf
 
 from cifar10 import checkpoints
-from harness import run_summaries
+from harness.control import run_summaries
 from tests import helpers
 
 pytestmark = pytest.mark.slow

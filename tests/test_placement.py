@@ -19,7 +19,7 @@ from cifar10 import config
 from cifar10 import model
 from compat_v1 import devices as v1_devices
 from examples import two_branch
-from harness import cli
+from harness.command_line import cli
 from tests import helpers
 
 PLACED = re.compile(r"^(\S+): \((\w+)\): /job:localhost/replica:0/task:0/device:(\w+:\d+)$",
@@ -61,7 +61,7 @@ def test_two_branch_logits_are_the_one_device_computation():
 _TF2_INT32_ON_GPU = """
 import sys
 from cifar10 import config
-from harness import cli
+from harness.command_line import cli
 from strategies import devices
 import tensorflow as tf
 devices.setup(config.DeviceConfig(soft_placement=sys.argv[1] == "on"))

@@ -3,7 +3,7 @@
 TensorFlow's writers (checkpoint shards and their `_temp` folders, the merged `.index`,
 events files, the profiler) open their files through a symbolic link at the name, and
 `tf.io.gfile.rmtree` empties the folder a link points at. So a run folder holding a link is
-refused in one line before anything is read or written (harness.run_folder.refuse_links),
+refused in one line before anything is read or written (harness.folders.run_folder.refuse_links),
 a link planted while the run holds the folder is removed before each save, and the project's
 own files are created exclusively (the lock with O_NOFOLLOW, temporaries under unpredictable
 names) or replaced by a rename.
@@ -15,8 +15,8 @@ import subprocess
 
 import pytest
 
-from harness import ownership
-from harness import recovery
+from harness.folders import ownership
+from harness.folders import recovery
 from tests import helpers
 
 FLAGS = ("--dataset=synthetic", "--batch_size=4", "--max_steps=2", "--save_checkpoint_steps=1")

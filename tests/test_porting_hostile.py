@@ -115,7 +115,7 @@ def test_the_error_is_the_last_line_after_a_failed_restore(tmp_path):
 
 def test_the_kit_imports_nothing_of_the_project():
   """README: the kit (its command line included) stands alone, for teams that take it
-  without the trainers. Before: porting/__main__.py imported cifar10.errors and harness.cli."""
+  without the trainers. Before: porting/__main__.py imported cifar10.errors and harness.command_line.cli."""
   import glob  # pylint: disable=g-import-not-at-top
   ours = ("cifar10", "harness", "strategies", "compat_v1", "equivalence", "examples",
           "benchmarks")
@@ -129,7 +129,7 @@ def test_the_kit_imports_nothing_of_the_project():
   assert not found, found
 
 
-@pytest.mark.slow  # processes of their own: the kit's runner, not harness.cli's
+@pytest.mark.slow  # processes of their own: the kit's runner, not harness.command_line.cli's
 @pytest.mark.parametrize("args, status, last", [
     (("--replicas=0", "compare"), 2, "error: flag --replicas=0: 0 is not an integer in the "
      "range [1, 64]"),

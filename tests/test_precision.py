@@ -79,7 +79,7 @@ def test_the_scale_is_a_towers_and_fp16_only():
 ])
 def test_use_fp16_is_the_originals_name_for_fp16(flags, expected):
   from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
-  from harness import options  # pylint: disable=g-import-not-at-top
+  from harness.command_line import options  # pylint: disable=g-import-not-at-top
   fv = absl_flags.FlagValues()
   options.define_train_flags(fv)
   fv(["binary", "--train_dir=x", *flags])

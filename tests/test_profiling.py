@@ -7,8 +7,8 @@ import pytest
 from benchmarks import profile_ops
 from cifar10 import config
 from cifar10.errors import UsageError
-from harness import profiling
-from harness import cadence
+from harness.control import profiling
+from harness.control import cadence
 from tests import helpers
 
 FLAGS = ("--dataset=synthetic", "--batch_size=4", "--max_steps=4")

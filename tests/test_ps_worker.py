@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from harness import launcher
+from harness.clusters import launcher
 from tests import helpers
 
 pytestmark = pytest.mark.slow

@@ -10,8 +10,8 @@ import uuid
 import pytest
 import tensorflow as tf
 
-from harness import export_folder
-from harness import recovery
+from harness.folders import export_folder
+from harness.folders import recovery
 from tests import kills
 
 OLD = {"saved_model.pb": "old pb", "variables/variables.index": "old index",

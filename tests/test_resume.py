@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10 import config
-from harness import recovery
+from harness.folders import recovery
 from tests import helpers
 
 pytestmark = pytest.mark.slow
@@ -68,7 +68,7 @@ DAMAGES = ["deleted", "empty", "garbage", "dangling", "newest_index_deleted"]
 @pytest.mark.parametrize("how", DAMAGES)
 def test_every_damaged_index_is_recovered_to_the_newest_complete_checkpoint(runs, trainer, how,
                                                                            tmp_path):
-  # Where a run resumes is decided by harness.recovery.recover (the driver's, before any
+  # Where a run resumes is decided by harness.folders.recovery.recover (the driver's, before any
   # loop runs); the resumes below show that each trainer goes on from there to the bit.
   _, prefix = TRAINERS[trainer]
   train_dir = tmp_path / "run"

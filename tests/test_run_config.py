@@ -10,7 +10,7 @@ import pytest
 
 from cifar10 import checkpoints
 from cifar10 import config
-from harness import run_record
+from harness.folders import run_record
 from cifar10.errors import UsageError
 from tests import helpers
 

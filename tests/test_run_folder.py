@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from harness import ownership
+from harness.folders import ownership
 from tests import helpers
 
 TRAINERS = pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train",
@@ -37,7 +37,7 @@ def test_a_second_run_on_a_train_dir_in_use_is_refused_naming_the_owner(trainer,
 
 def test_a_sigkilled_owner_leaves_no_stuck_lock(tmp_path):
   holder = subprocess.Popen(
-      [sys.executable, "-c", "import sys, time; from harness import ownership\n"
+      [sys.executable, "-c", "import sys, time; from harness.folders import ownership\n"
        f"with ownership.own({str(tmp_path)!r}):\n  print('held', flush=True); time.sleep(60)"],
       stdout=subprocess.PIPE, text=True, cwd=helpers.REPO)
   try:
@@ -83,7 +83,7 @@ def test_an_eval_dir_that_is_a_file_is_one_line(evaluator, tmp_path):
      "cannot access /d/x/.lock: Operation not permitted; "),
 ])
 def test_a_write_the_disk_refuses_is_one_line(error, expected):
-  from harness import cli  # pylint: disable=g-import-not-at-top
+  from harness.command_line import cli  # pylint: disable=g-import-not-at-top
   if error == "ResourceExhaustedError":  # TensorFlow's words for errno 28 in a Saver
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     error = tf.errors.ResourceExhaustedError(
@@ -167,7 +167,7 @@ def test_an_evaluator_skips_a_checkpoint_the_trainer_deletes_while_it_is_read(
 
 
 def _evaluate_while_the_trainer_deletes(scorer, train, run_once):
-  from harness import polling  # pylint: disable=g-import-not-at-top
+  from harness.folders import polling  # pylint: disable=g-import-not-at-top
   seen = []
 
   def evaluate(path):
@@ -236,7 +236,7 @@ def test_evaluators_read_a_folder_whose_index_is_empty_or_damaged(evaluator, tmp
     assert once.stdout.endswith(f"(8 examples, {tmp_path}/run/ckpt-2)\n")
   # Continuous, as a managed cluster's evaluator task runs: it ends at the final step.
   from cifar10 import eval_config  # pylint: disable=g-import-not-at-top
-  from harness import polling  # pylint: disable=g-import-not-at-top
+  from harness.folders import polling  # pylint: disable=g-import-not-at-top
   run = eval_config.EvalConfig(checkpoint_dir=str(tmp_path / "run"),
                                eval_dir=str(tmp_path / "e"), eval_interval_secs=1, last_step=2)
   seen = []

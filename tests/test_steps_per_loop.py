@@ -14,8 +14,8 @@ import pytest
 from cifar10 import checkpoints
 from cifar10 import config
 from equivalence import runs
-from harness import cadence
-from harness import run_errors
+from harness.control import cadence
+from harness.control import run_errors
 from tests import helpers
 
 REPLICAS = ("/cpu:0", "/cpu:1")

@@ -43,11 +43,11 @@ def test_non_finite_weights_are_never_saved(trainer, tmp_path):
 
 
 def test_sigterm_stays_handled_after_the_loop_until_the_process_exits():
-  # The loops leave their stop_on_signals block before exiting with the preemption exit code; a second
-  # SIGTERM in that window (schedulers repeat it) must not meet the default handler, which
+  # The loops leave their stop_on_signals block before exiting with the preemption exit code; a
+  # second SIGTERM in that window (schedulers repeat it) must not meet the default handler, which
   # would end the process at once, the save and its stop line cut short.
   import time  # pylint: disable=g-import-not-at-top
-  from harness import signals  # pylint: disable=g-import-not-at-top
+  from harness.control import signals  # pylint: disable=g-import-not-at-top
   previous = signal.getsignal(signal.SIGTERM)
   try:
     with signals.stop_on_signals() as request:
@@ -67,7 +67,7 @@ def test_sigterm_stays_handled_after_the_loop_until_the_process_exits():
 # to the default, as TensorFlow's teardown does; the parent signals again inside it.
 _EXITING = """
 import os, signal, sys, time
-from harness import signals
+from harness.control import signals
 class Slow:
   def __del__(self):
     print("finalizing", flush=True)
@@ -162,7 +162,7 @@ def test_ctrl_c_finishes_the_step_saves_and_a_second_one_quits(trainer, tmp_path
   # periodic checkpoint.
   from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top
   from cifar10 import config  # pylint: disable=g-import-not-at-top
-  from harness import run_errors  # pylint: disable=g-import-not-at-top
+  from harness.control import run_errors  # pylint: disable=g-import-not-at-top
   train = helpers.train_tf2 if trainer == "tf2" else helpers.train_v1
   previous = signal.getsignal(signal.SIGINT)
   run = config.TrainConfig(train_dir=str(tmp_path / "a"), dataset="synthetic", batch_size=4,
@@ -199,7 +199,7 @@ def test_a_sigterm_stop_exits_with_the_preemption_exit_code(trainer, tmp_path):
   # 128-255 only), so a preempted pod that saved was never restarted.
   from cifar10 import checkpoints  # pylint: disable=g-import-not-at-top
   from cifar10 import config  # pylint: disable=g-import-not-at-top
-  from harness import run_errors  # pylint: disable=g-import-not-at-top
+  from harness.control import run_errors  # pylint: disable=g-import-not-at-top
   train = helpers.train_tf2 if trainer == "tf2" else helpers.train_v1
   previous = signal.getsignal(signal.SIGTERM)
 

@@ -1,7 +1,7 @@
 """The tower trainer's Session makes its devices before anything starts TensorFlow 2's eager
 runtime: reading tfds and building the input's tf.data functions start it, and where that came
 first the ConfigProto's GPU options (memory growth and cap, the visible list) no longer
-applied to the devices already made (harness.gpu_runtime). Run in a new process each: this
+applied to the devices already made (harness.devices.gpu_runtime). Run in a new process each: this
 one's eager runtime started long ago."""
 
 import json
@@ -26,7 +26,7 @@ def record(self, *args, **kwargs):
   init(self, *args, **kwargs)
 tf.compat.v1.Session.__init__ = record
 import importlib
-from harness import cli
+from harness.command_line import cli
 binary = importlib.import_module(sys.argv[1])
 with tfds.testing.mock_data(num_examples=8, policy=tfds.testing.MockPolicy.USE_CODE):
   status = cli.call(binary.define_flags, binary.main, sys.argv[2:])

@@ -2,8 +2,9 @@
 
 `OneLineError`'s message says the whole matter to a person: what is wrong and, where there
 is one, the way out. cifar10's UsageError (the trainers' refusals) and porting's PortError
-(the kit's) are both; the command lines (harness.cli, porting's own) print `error: <message>`
-with no traceback. Pure Python: a binary refuses a bad flag before TensorFlow is imported.
+(the kit's) are both; the command lines (harness.command_line.cli, porting's own) print `error:
+<message>` with no traceback. Pure Python: a binary refuses a bad flag before TensorFlow is
+imported.
 """
 
 

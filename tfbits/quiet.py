@@ -1,12 +1,12 @@
 """The first screen of every binary: what TensorFlow prints that tells its user nothing.
 
-The trainers (through harness.cli) and the porting kit (its command line) both install it;
-it imports only the standard library and absl, so TensorFlow 1.15's Python runs it too.
+The trainers (through harness.command_line.cli) and the porting kit (its command line) both install
+it; it imports only the standard library and absl, so TensorFlow 1.15's Python runs it too.
 
 On a machine without a GPU, `import tensorflow` writes seven lines to stderr before a run says
 anything (CUDA drivers not found, a failed cuInit, oneDNN and CPU-instruction notes, absl's
 "before InitializeLog" banner, twice), and MirroredStrategy logs one line per variable
-("Reduce to /cpu:0 then broadcast to ..."). `install(verbose)`, which harness.cli calls
+("Reduce to /cpu:0 then broadcast to ..."). `install(verbose)`, which harness.command_line.cli calls
 before a binary's main, keeps them off the screen unless `--verbosity` asks for more (1 or
 higher brings everything back):
 

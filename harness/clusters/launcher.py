@@ -19,8 +19,8 @@ import sys
 import threading
 import time
 
-from harness import gpu_split
-from harness import run_errors
+from harness.clusters import gpu_split
+from harness.control import run_errors
 
 HOST = "127.0.0.1"
 
@@ -33,7 +33,7 @@ class Task:
   env: dict = dataclasses.field(default_factory=dict)
   server: bool = False  # runs until stopped (ps, or a PSS worker)
   expendable: bool = False  # its failure is reported but does not end the job
-  gpus: Optional[int] = None  # GPUs it computes on (harness.gpu_split); None: env as is
+  gpus: Optional[int] = None  # GPUs it computes on (harness.clusters.gpu_split); None: env as is
 
   @property
   def name(self):
@@ -98,7 +98,7 @@ def _signal_and_wait(procs, sig, grace):
 
 def _stop(procs, grace, servers=()):
   """SIGTERM, then SIGKILL after `grace` s. Trainers save a checkpoint on SIGTERM (see
-  harness.signals), and may need their servers (ps tasks, PSS workers) to do it: those are
+  harness.control.signals), and may need their servers (ps tasks, PSS workers) to do it: those are
   stopped only after the others have exited or had their grace period."""
   _signal_and_wait([p for name, p in procs.items() if name not in servers], signal.SIGTERM,
                    grace)

@@ -1,9 +1,9 @@
 """A run folder's checkpoints after any kill: the newest complete one, the `checkpoint`
 index, the count --max_checkpoints_to_keep allows, the debris of interrupted saves.
 
-`recover(train_dir)` is what the driver runs before a trainer resumes (harness.driver). Every
-read and write goes through tf.io.gfile (harness.run_folder), so any filesystem TensorFlow
-knows works.
+`recover(train_dir)` is what the driver runs before a trainer resumes (harness.control.driver).
+Every read and write goes through tf.io.gfile (harness.folders.run_folder), so any filesystem
+TensorFlow knows works.
 """
 
 import os
@@ -13,10 +13,10 @@ from absl import logging
 import tensorflow as tf
 
 from cifar10 import checkpoints
-from harness.run_folder import is_absolute
-from harness.run_folder import read_text
-from harness.run_folder import remove
-from harness.run_folder import write_atomically
+from harness.folders.run_folder import is_absolute
+from harness.folders.run_folder import read_text
+from harness.folders.run_folder import remove
+from harness.folders.run_folder import write_atomically
 
 # What an interrupted save leaves behind: the shards' temporary folder (`ckpt-7_temp`,
 # `model.ckpt-7_temp_<hex>`) and the files written atomically through a temporary name

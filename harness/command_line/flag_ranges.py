@@ -2,8 +2,8 @@
 
 Binaries define their flags with `integer`, `number`, `integers` (and `path`, `string`,
 `boolean`, `enum`, `listing`): absl then checks each value while it parses the command line or
-a --flagfile, so a value outside its range is one line and exit status 2 (harness.cli) before
-TensorFlow is imported and before anything is written, whether or not this run uses the flag;
+a --flagfile, so a value outside its range is one line and exit status 2 (harness.command_line.cli)
+before TensorFlow is imported and before anything is written, whether or not this run uses the flag;
 `--help` shows each range. A range has one home: a trainer's setting declares it in
 cifar10.config (cifar10.settings), a flag of one binary where that binary defines it
 (`bounds=`), and a name several binaries share without a declaration in SHARED; a numeric
@@ -158,7 +158,7 @@ def choices(name, default, allowed, help_text, flag_values):
 
 
 class _PathParser(flags.ArgumentParser):
-  """A folder or file: a local path, or a URL of a filesystem TensorFlow has (harness.cli
+  """A folder or file: a local path, or a URL of a filesystem TensorFlow has (harness.command_line.cli
   checks the scheme before the binary's main runs, importing TensorFlow only for a URL)."""
 
   syntactic_help = "a path, or a URL of a filesystem TensorFlow has (gs://, ram://)"

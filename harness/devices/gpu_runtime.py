@@ -11,15 +11,15 @@ GPU:0 and fails. Configured alike here, the two agree whichever starts first.
 """
 
 from cifar10 import devices
-from harness import cpu_kernels
-from harness import gpu_memory
+from harness.devices import cpu_kernels
+from harness.devices import gpu_memory
 
 
 def configure(config):
   """Applies the GPU part of DeviceConfig `config` with tf.config and returns the shared
   plan's (kind, replica device names, physical GPU indices used). RuntimeError where the
   runtime has already started with other settings; UsageError where the run computes on a
-  CPU whose kernels cannot run its precision (harness.cpu_kernels)."""
+  CPU whose kernels cannot run its precision (harness.devices.cpu_kernels)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top  # binaries parse flags first
   physical = tf.config.list_physical_devices("GPU")
   kind, names, used = devices.gpu_plan(config, len(physical))

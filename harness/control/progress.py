@@ -1,8 +1,8 @@
 """The progress lines of both trainers, and the evaluators' result lines.
 
 `step N, loss = X (Y examples/sec; Z sec/batch; acc A; lr R; ETA h:mm:ss)`, after the time
-of the binaries' log prefix (harness.cli: `HH:MM:SS `), so that a line fits in 100 columns:
-N is the 0-based index of the step just run (the global step before it), as the original
+of the binaries' log prefix (harness.command_line.cli: `HH:MM:SS `), so that a line fits in 100
+columns: N is the 0-based index of the step just run (the global step before it), as the original
 numbered it, and a line is printed for N = 0, log_frequency, 2 * log_frequency, ... and for the
 last step. X is that step's loss, A the precision @ 1 of its global batch (Keras's
 `accuracy`; the `precision` summary) and R its learning rate, said on a start's first line and
@@ -22,7 +22,7 @@ import time
 
 from absl import logging
 
-from harness import cadence
+from harness.control import cadence
 
 
 WIDTH = 100  # columns of a log line, its `HH:MM:SS ` prefix included (docs/training.md)
@@ -138,5 +138,5 @@ class ShortPrefix(std_logging.Formatter):
 
 
 def use_short_prefix():
-  """The binaries' log lines, on standard error, with ShortPrefix (harness.cli)."""
+  """The binaries' log lines, on standard error, with ShortPrefix (harness.command_line.cli)."""
   logging.get_absl_handler().setFormatter(ShortPrefix())

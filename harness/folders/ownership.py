@@ -15,7 +15,7 @@ TensorFlow knows) and writes the owner (host, PID, command) into `train_dir/.loc
 
 A folder that cannot be created or written is a one-line error (`usable_dir` checks any
 output folder, such as the evaluators' --eval_dir, the same way). `own_train_dir(config, replicas)`,
-what the driver holds, also keeps the run's settings (harness.run_record): checked before
+what the driver holds, also keeps the run's settings (harness.folders.run_record): checked before
 anything is written, recorded once the folder is held; and the command's flags in
 train_dir/flags.txt, every flag with its value, which `--flagfile` reads back.
 """
@@ -32,8 +32,8 @@ from absl import logging
 import tensorflow as tf
 
 from cifar10.errors import UsageError
-from harness import run_folder
-from harness import run_record
+from harness.folders import run_folder
+from harness.folders import run_record
 
 LOCK_FILE = ".lock"
 FLAGS_FILE = "flags.txt"
@@ -139,7 +139,7 @@ def _own_unlocked(train_dir):
 @contextlib.contextmanager
 def own_train_dir(config, replicas):
   """own(config.train_dir) for a run of TrainConfig `config` on `replicas` replicas; a restart
-  with other settings than the recorded run is a UsageError (see harness.run_record)."""
+  with other settings than the recorded run is a UsageError (see harness.folders.run_record)."""
   run_folder.refuse_links(config.train_dir, "train_dir")  # before anything reads or writes
   for name in (LOCK_FILE, run_record.RECORD, FLAGS_FILE):
     run_folder.refuse_non_files(os.path.join(config.train_dir, name))

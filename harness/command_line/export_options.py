@@ -5,7 +5,7 @@ import dataclasses
 
 from cifar10 import settings
 from cifar10.errors import UsageError
-from harness import flag_ranges
+from harness.command_line import flag_ranges
 from tfbits import filesystems
 
 WEIGHTS = ("averages", "raw")

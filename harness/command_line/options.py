@@ -20,8 +20,8 @@ from cifar10 import config
 from cifar10.eval_config import EvalConfig
 from cifar10 import settings
 from cifar10.errors import UsageError
-from harness import flag_ranges
-from harness import profiling
+from harness.command_line import flag_ranges
+from harness.control import profiling
 from tfbits import filesystems
 
 
@@ -96,7 +96,7 @@ def train_config(values):
 
 def flagfile(values):
   """The binary's own flags (absl's left out), every one with its value, one per line: what
-  `--flagfile` reads back to run the same thing again (harness.ownership keeps it in
+  `--flagfile` reads back to run the same thing again (harness.folders.ownership keeps it in
   train_dir/flags.txt)."""
   ours = sorted((f for module, defined in values.flags_by_module_dict().items()
                  if not module.startswith("absl") for f in defined), key=lambda f: f.name)

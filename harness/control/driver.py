@@ -1,20 +1,21 @@
 """The run driver: every training loop's control, decided once (orbit's Controller, for us).
 
   backend = strategies.loop.Backend(config, strategy)      # or any loop's backend
-  harness.driver.train(config, backend, replicas=n, global_batch=config.global_batch_size(n))
+  harness.control.driver.train(config, backend, replicas=n,
+  global_batch=config.global_batch_size(n))
 
 A training loop is a backend: it restores, runs k steps, writes a step's summaries, checks
 its state for finiteness and saves. The driver owns the rest, for all five loops (TF2
 mirrored/MWMS, TF2 parameter server, v1 towers, v1 ps/worker, the Keras path):
 
-- the run folder: the lock and the run record (harness.ownership), the newest complete
-  checkpoint (harness.recovery.recover), resume from it or else start from --init_from;
+- the run folder: the lock and the run record (harness.folders.ownership), the newest complete
+  checkpoint (harness.folders.recovery.recover), resume from it or else start from --init_from;
 - "already at --max_steps";
-- the schedule (harness.cadence): how many steps a call runs, which steps log, summarise,
+- the schedule (harness.control.cadence): how many steps a call runs, which steps log, summarise,
   save and profile; the finiteness check before every save;
-- SIGTERM and Ctrl-C (harness.signals), the `stopped:` and `Done:` lines, exit statuses.
+- SIGTERM and Ctrl-C (harness.control.signals), the `stopped:` and `Done:` lines, exit statuses.
 
-Each loop is a subclass of harness.backend.Backend (what it must do and may override: its
+Each loop is a subclass of harness.control.backend.Backend (what it must do and may override: its
 docstring), handed to `train` with the run's config. Only a chief (`chief=True`) owns the
 folder, summarises (and writes the progress lines' rates as `examples_per_second` and
 `steps_per_second`) and repairs the index; every process saves when a save is due (MWMS saves
@@ -28,19 +29,20 @@ from absl import logging
 
 from cifar10 import checkpoints
 from cifar10 import data_sources
-from harness import cadence
-from harness import ownership
-from harness import profiling
-from harness import progress
-from harness import run_errors
-from harness import recovery
-from harness import run_folder
-from harness import run_record
-from harness import run_summaries
-from harness import signals
-from harness.backend import Backend  # pylint: disable=unused-import  # the loops subclass it here
-from harness.backend import Call
-from harness.backend import Steps  # pylint: disable=unused-import
+from harness.control import cadence
+from harness.folders import ownership
+from harness.control import profiling
+from harness.control import progress
+from harness.control import run_errors
+from harness.folders import recovery
+from harness.folders import run_folder
+from harness.folders import run_record
+from harness.control import run_summaries
+from harness.control import signals
+# The loops subclass Backend here.
+from harness.control.backend import Backend  # pylint: disable=unused-import
+from harness.control.backend import Call
+from harness.control.backend import Steps  # pylint: disable=unused-import
 from tfbits import machine
 
 

@@ -25,11 +25,11 @@ from absl import flags
 from absl import logging
 
 from cifar10.errors import UsageError
-from harness import flag_ranges
-from harness import progress
+from harness.command_line import flag_ranges
+from harness.control import progress
 from tfbits import quiet
-from harness import run_errors
-from harness import usage
+from harness.control import run_errors
+from harness.command_line import usage
 from tfbits import filesystems
 from tfbits.errors import OneLineError
 
@@ -124,7 +124,7 @@ def check_paths(named):
   binary calls this for the paths among its arguments. TensorFlow is imported only for a URL."""
   for what, path in named:
     if path and filesystems.is_url(path):
-      from harness import run_folder  # pylint: disable=g-import-not-at-top
+      from harness.folders import run_folder  # pylint: disable=g-import-not-at-top
       run_folder.check_filesystem(path, what)
 
 
@@ -201,14 +201,15 @@ def app_run(fv, define_flags, main, takes_args=False):
   define_flags(fv)
   own = {fv[name].name for name in set(fv) - before}
   # --helpfull lists the key flags of the main module; these were defined from
-  # harness.options.
+  # harness.command_line.options.
   for name in own:
     fv.register_key_flag_for_module(sys.argv[0], fv[name])
 
   def parse(argv):
     # Status 0 (absl's own --help ends with 1, so `cmd --help && ...` would fail).
     asked = _help_asked(argv)
-    if asked:  # grouped by subject (harness.usage); --helpfull: every module's flags after
+    # Grouped by subject (harness.command_line.usage); --helpfull: every module's flags after.
+    if asked:
       # The module of `main`: __main__ under `python -m`, the binary's own under a console
       # script (whose __main__ is pip's wrapper, without a docstring: absl's --helpfull
       # printed that and the flags alone).

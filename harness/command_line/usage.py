@@ -4,7 +4,7 @@ absl's own `--help` lists a binary's flags in one alphabetical block under the m
 here they come in the order a user looks for them (what to train on, how long, where it is
 kept, on which devices, in which cluster: cifar10.settings.SUBJECTS), each group
 alphabetical. A flag's subject is part of its declaration (cifar10.settings, or the
-`subject=` of harness.flag_ranges' definitions); a flag without one lands under "Other
+`subject=` of harness.command_line.flag_ranges' definitions); a flag without one lands under "Other
 flags". `--helpfull` stays absl's: every flag of every module, absl's
 own included.
 """
@@ -19,7 +19,7 @@ WIDTH = 80
 
 
 def _subject_of(flag):
-  """The subject a flag's definition gave it (harness.flag_ranges, cifar10.settings)."""
+  """The subject a flag's definition gave it (flag_ranges, cifar10.settings)."""
   return getattr(flag, "subject", None) or "Other flags"
 
 
@@ -34,7 +34,7 @@ def _entry(flag):
   help_text = " ".join((flag.help or "").split())
   syntax = getattr(flag.parser, "syntactic_help", "")
   if syntax and syntax not in ("an integer", "a number", "a string"):
-    help_text += f" ({syntax})"  # a range (harness.flag_ranges), or the values an enum takes
+    help_text += f" ({syntax})"  # a range (flag_ranges), or the values an enum takes
   body = textwrap.fill(help_text, WIDTH, initial_indent=" " * 6, subsequent_indent=" " * 6)
   return f"{head}\n{body}" if body else head
 

@@ -1,7 +1,7 @@
 """Which cluster a task is part of, by --cluster_resolver: TF_CONFIG, or a Slurm job step.
 
-`resolve(resolver, layout)` is this process's harness.cluster.Task: TF_CONFIG's (as Kubeflow's
-TFJob and Vertex AI write it), or, under `srun`, the task Slurm's variables describe
+`resolve(resolver, layout)` is this process's harness.clusters.cluster.Task: TF_CONFIG's (as
+Kubeflow's TFJob and Vertex AI write it), or, under `srun`, the task Slurm's variables describe
 (SLURM_PROCID, the step's node list and tasks per node), written into this process's
 TF_CONFIG so that TensorFlow and the rest of the project read one place. Every Slurm value is
 checked: a variable that is not a number, a node list that is not Slurm's form or that names
@@ -12,9 +12,9 @@ import os
 import re
 
 from cifar10.errors import UsageError
-from harness.cluster import parse
-from harness.cluster import Task
-from harness.cluster import to_json
+from harness.clusters.cluster import parse
+from harness.clusters.cluster import Task
+from harness.clusters.cluster import to_json
 
 # The first port of a node's tasks, as TensorFlow's SlurmClusterResolver numbers them.
 SLURM_PORT_BASE = 8888

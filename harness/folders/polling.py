@@ -18,9 +18,9 @@ import tensorflow as tf
 from cifar10 import checkpoints
 from cifar10 import data_sources
 from cifar10.errors import UsageError
-from harness import ownership
-from harness import progress
-from harness import run_folder
+from harness.folders import ownership
+from harness.control import progress
+from harness.folders import run_folder
 from tfbits import machine
 
 
@@ -98,7 +98,7 @@ def evaluate_each(evaluate, config):
   evaluation ends once a checkpoint of config.last_step or later is scored (a managed
   cluster's evaluator task: the chief's final step), or at a Ctrl-C while it waits (exit
   status 0: nothing was interrupted), or never."""
-  # The kernels its logits come from, as a training run names them (harness.driver).
+  # The kernels its logits come from, as a training run names them (harness.control.driver).
   progress.log_machine(machine.describe())
   if config.run_once:
     tried = None

@@ -31,7 +31,7 @@ class Writer:
         tf.summary.scalar(tag, value, step=step)
 
   def settings(self, step, record, flagfile, trainer=None):
-    """The run record's settings (harness.run_record) and the command's flags, as text, and
+    """The run record's settings (harness.folders.run_record) and the command's flags, as text, and
     the settings as the HParams plugin's hyper-parameters of this run, with the trainer that
     ran it (`trainer`): a TF2 and a v1 run of the same flags differ only there."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top

@@ -4,7 +4,7 @@ planted link, read only when they are files.
 Every read and write here goes through tf.io.gfile, so a --train_dir of gs://, s3:// (with
 the filesystem plug-in), hdfs:// or ram:// works as a local folder does; `is_local(path)`
 tells whether the OS can see a path (locks and absolute paths only make sense there). Its
-checkpoints, their index and their recovery after a kill are harness.recovery's.
+checkpoints, their index and their recovery after a kill are harness.folders.recovery's.
 """
 
 import contextlib

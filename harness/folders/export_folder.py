@@ -22,8 +22,8 @@ import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10.errors import UsageError
-from harness import ownership
-from harness import run_folder
+from harness.folders import ownership
+from harness.folders import run_folder
 
 
 def check(export_dir, version, overwrite):

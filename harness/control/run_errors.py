@@ -1,4 +1,4 @@
-"""The errors of a run's control, each one line and a meaningful exit status (harness.cli).
+"""The errors of a run's control, each one line and a meaningful exit status (harness.command_line.cli).
 
 Stopped: the run was asked to stop (SIGTERM, a preemption notice, Ctrl-C) and saved a
 checkpoint first; the same command continues it. Its exit status is --preemption_exit_code,

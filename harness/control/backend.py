@@ -1,6 +1,6 @@
 """What a training loop is to the run driver: a `Backend` (orbit's AbstractTrainer, for us).
 
-The driver (harness.driver) decides every run-control question once: resume or --init_from,
+The driver (harness.control.driver) decides every run-control question once: resume or --init_from,
 how many steps a call runs, which steps log, summarise and save, the finiteness check before
 a save, stops. A backend does what it is told, in its own terms (a tf.function under a
 strategy, a Session over towers, a coordinator's schedule, Keras `fit`):

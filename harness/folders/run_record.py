@@ -32,8 +32,8 @@ import tensorflow as tf
 from cifar10 import settings as declarations
 from cifar10.config import TrainConfig
 from cifar10.errors import UsageError
-from harness import recovery
-from harness import run_folder
+from harness.folders import recovery
+from harness.folders import run_folder
 from tfbits import machine
 
 RECORD = "run_config.json"

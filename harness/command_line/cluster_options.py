@@ -1,6 +1,7 @@
 """The flags of a training job with peers, and what they become: this task's place in the
 cluster (TF_CONFIG, a Slurm step, or the TF1 --job_name flags), how long to wait for peers, and
-a managed cluster's evaluator task. Both trainers define them beside harness.options' flags.
+a managed cluster's evaluator task. Both trainers define them beside harness.command_line.options'
+flags.
 """
 
 import os
@@ -9,9 +10,9 @@ from cifar10 import config
 
 from cifar10 import eval_config
 from cifar10 import settings
-from harness import flag_ranges
-from harness import options
-from harness import slurm
+from harness.command_line import flag_ranges
+from harness.command_line import options
+from harness.clusters import slurm
 
 
 def define_cluster_flags(fv):

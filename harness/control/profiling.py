@@ -1,10 +1,11 @@
 """--profile_steps=A,B: a TensorBoard profile of training steps A..B, for both trainers.
 
 `Window(logdir, steps)`, a context manager around the loop: the loop calls `before(step)`
-before running 0-based step `step` and `after(step)` after it; TensorFlow's profiler runs from before step A to after step B and
-writes `logdir/plugins/profile/<run>/*.xplane.pb`, which TensorBoard's Profile tab (the
-tensorboard-plugin-profile package) shows as a trace viewer and op statistics. The profiler
-traces the whole process, so it sees a tf.function step and a Session.run alike.
+before running 0-based step `step` and `after(step)` after it; TensorFlow's profiler runs from
+before step A to after step B and writes `logdir/plugins/profile/<run>/*.xplane.pb`, which
+TensorBoard's Profile tab (the tensorboard-plugin-profile package) shows as a trace viewer and op
+statistics. The profiler traces the whole process, so it sees a tf.function step and a Session.run
+alike.
 """
 
 from absl import logging
