@@ -237,6 +237,9 @@ def install(verbose):
     return
   handler.addFilter(_TensorFlowInfo())
   tf_logger.setLevel(logging.WARNING)
+  # matplotlib's first import builds its font cache and says so at INFO ("generated new
+  # fontManager"), which absl's handler printed as one of the benchmark's own lines.
+  logging.getLogger("matplotlib").setLevel(logging.WARNING)
   tf_logger.addFilter(_TensorFlowInfo())  # its deprecation notices go through this logger
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # read when TensorFlow starts
   if "tensorflow" not in sys.modules and not any(isinstance(f, _FirstImport)
