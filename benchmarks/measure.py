@@ -4,7 +4,8 @@ Each function sets up N devices (this must be the process's first TensorFlow wor
 `warmup` untimed steps (tracing, graph optimisation) and returns the seconds of the next
 `steps` steps:
 
-  tf2         strategies.loop.train, the real TF2 loop (steps_per_loop steps per call)
+  tf2         strategies.loop.train, the real TF2 loop (steps_per_loop steps per call), under
+              --strategy=mirrored or (`strategy`) central_storage
   v1          compat_v1.loop.train, the real tower loop
   keras_path  examples.keras_loop.fit, the project's Keras path (same model and numbers)
   keras_peer  benchmarks.keras_peer: the CNN as Keras users write it, compile + fit
@@ -62,17 +63,18 @@ def configure(deterministic):
   SETTINGS["deterministic"] = deterministic
 
 
-def _tf2_strategy(n, threads):
+def _tf2_strategy(n, threads, name="mirrored"):
   from cifar10 import config  # pylint: disable=g-import-not-at-top
   from strategies import devices  # pylint: disable=g-import-not-at-top
   names = devices.setup(config.DeviceConfig(num_gpus=n, intra_op_threads=threads,
                                             deterministic=SETTINGS["deterministic"]))
-  return devices.get_strategy("mirrored", names)
+  return devices.get_strategy(name, names)
 
 
-def tf2(n, batch, warmup, steps, threads, precision="fp32", steps_per_loop=1):
+def tf2(n, batch, warmup, steps, threads, precision="fp32", steps_per_loop=1,
+        strategy="mirrored"):
   from strategies import loop  # pylint: disable=g-import-not-at-top
-  strategy = _tf2_strategy(n, threads)
+  strategy = _tf2_strategy(n, threads, strategy)
   on_step, seconds = _clock(warmup, steps)
   with tempfile.TemporaryDirectory(prefix="benchmark-tf2-") as train_dir:
     loop.train(_config(train_dir, batch, warmup, steps, precision), strategy, on_step=on_step,

@@ -1,4 +1,4 @@
-"""Where a profiled step's time goes: reads what --profile_steps wrote, for either trainer.
+r"""Where a profiled step's time goes: reads what --profile_steps wrote, for either trainer.
 
   python -m strategies.train --num_gpus=2 --max_steps=40 --profile_steps=25,34 \
       --train_dir=/tmp/tf2
@@ -20,7 +20,11 @@ import collections
 import dataclasses
 import glob
 import os
-import sys
+
+from absl import flags
+
+from cifar10.errors import UsageError
+from harness.command_line import cli
 
 # The Python-thread events that are one step: a Session.run of the v1 towers; a call of the
 # TF2 step function (strategies.step names them).
@@ -97,19 +101,20 @@ def table(profiles, top=25):
   return lines
 
 
-def main(argv):
-  if len(argv) < 2 or any(a.startswith("-") for a in argv[1:]):
-    print(f"usage: python -m benchmarks.profile_ops TRAIN_DIR [TRAIN_DIR ...]\n{__doc__}",
-          file=sys.stderr)
-    return 2
+def define_flags(fv):  # pylint: disable=unused-argument  # its arguments are the folders
+  pass
+
+
+def main(values, train_dirs):  # pylint: disable=unused-argument
+  if not train_dirs:
+    raise UsageError("name one or more train_dirs the trainers profiled into: python -m "
+                     "benchmarks.profile_ops /tmp/prof_v1 /tmp/prof_tf2")
   try:
-    profiles = {os.path.basename(os.path.normpath(d)) or d: read(d) for d in argv[1:]}
+    profiles = {os.path.basename(os.path.normpath(d)) or d: read(d) for d in train_dirs}
   except (FileNotFoundError, OSError) as e:
-    print(f"Error: {e}", file=sys.stderr)
-    return 1
+    raise UsageError(str(e)) from None
   print("\n".join(table(profiles)))
-  return 0
 
 
 if __name__ == "__main__":
-  sys.exit(main(sys.argv))
+  cli.app_run(flags.FLAGS, define_flags, main, takes_args=True)

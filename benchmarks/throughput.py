@@ -5,8 +5,9 @@ r"""Training throughput of the TF2 trainer against the v1 towers and its peers, 
 
 For each precision and N, each kind of benchmarks.measure runs in its own child process
 (devices are fixed when TensorFlow starts) on the shared synthetic stream, batch
---batch_size per replica: the real TF2 loop with one step per call and with
---steps_per_loop steps per call, the real v1 tower loop, the project's Keras path, an
+--batch_size per replica: the real TF2 loop with one step per call (under
+--strategy=mirrored, and central_storage: the kind tf2_central) and with --steps_per_loop
+steps per call, the real v1 tower loop, the project's Keras path, an
 idiomatic Keras `fit` of the same CNN (benchmarks.keras_peer), and (N = 1) a bare tf.function
 step, the ceiling of the model's step here. After --warmup steps, --steps steps are timed.
 With --repeats=R each kind runs R times in rotating order and the median counts.
@@ -36,9 +37,9 @@ from harness.command_line import cli
 from harness.command_line import flag_ranges
 from tfbits import filesystems
 
-KINDS = ("tf2", "tf2_loop", "v1", "keras_path", "keras_peer", "bare_step")
-LABELS = {"tf2": "TF2", "tf2_loop": "TF2 K", "v1": "v1", "keras_path": "Keras path",
-          "keras_peer": "Keras peer", "bare_step": "bare step"}
+KINDS = ("tf2", "tf2_central", "tf2_loop", "v1", "keras_path", "keras_peer", "bare_step")
+LABELS = {"tf2": "TF2", "tf2_central": "TF2 central", "tf2_loop": "TF2 K", "v1": "v1",
+          "keras_path": "Keras path", "keras_peer": "Keras peer", "bare_step": "bare step"}
 
 
 def define_flags(fv):
@@ -92,8 +93,9 @@ def _child(spec, values):
     result = {"gflops": measure.peak_gflops(values.intra_op_threads),
               "machine": machine.describe().as_dict()}
   else:
-    extra = {"steps_per_loop": values.steps_per_loop} if kind == "tf2_loop" else {}
-    seconds = getattr(measure, "tf2" if kind == "tf2_loop" else kind)(
+    extra = ({"steps_per_loop": values.steps_per_loop} if kind == "tf2_loop" else
+             {"strategy": "central_storage"} if kind == "tf2_central" else {})
+    seconds = getattr(measure, "tf2" if kind.startswith("tf2") else kind)(
         *run, precision=precision, **extra)
     examples = values.steps * values.batch_size * (1 if kind == "bare_step" else int(n))
     result = {"examples_per_sec": examples / seconds}

@@ -64,3 +64,16 @@ def memory_limit_mb(config, total_memory_mb):
     raise UsageError("--per_process_gpu_memory_fraction needs the GPU's total memory and "
                      "nvidia-smi did not report it; use --gpu_memory_limit_mb instead")
   return int(config.memory_fraction * total_memory_mb)
+
+
+def parameter_device(names):
+  """Where one copy of the weights is kept and updated (with their EMA) for replicas on
+  `names`: the tower trainer's place, and strategies' --strategy=central_storage's: /cpu:0
+  with towers on CPUs (the original's `_variable_on_cpu`), the first GPU with towers on GPUs.
+
+  On GPUs TF2 updates each replica's copy on its GPU, and a GPU kernel may fuse
+  `w - lr * g` into one rounding (a fused multiply-add) where the CPU's rounds twice: kept on
+  the CPU, the towers' weights could move apart from the replicas' in the last bit. The first
+  GPU is where TF1's multi-GPU benchmarks put them too (`--local_parameter_device=gpu`).
+  """
+  return names[0] if names and names[0].lower().startswith("/gpu") else "/cpu:0"

@@ -46,15 +46,3 @@ def setup(config):
     for _ in gpus:
       options.experimental.virtual_devices.add(memory_limit_mb=[config.memory_limit_mb])
   return names, proto
-
-
-def parameter_device(names):
-  """Where the tower trainer keeps the weights and runs their update and EMA: /cpu:0 with
-  towers on CPUs (the original's `_variable_on_cpu`), the first GPU with towers on GPUs.
-
-  On GPUs TF2 updates each replica's copy on its GPU, and a GPU kernel may fuse
-  `w - lr * g` into one rounding (a fused multiply-add) where the CPU's rounds twice: kept on
-  the CPU, the towers' weights could move apart from the replicas' in the last bit. The first
-  GPU is where TF1's multi-GPU benchmarks put them too (`--local_parameter_device=gpu`).
-  """
-  return names[0] if names and names[0].lower().startswith("/gpu") else "/cpu:0"

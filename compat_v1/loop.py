@@ -16,10 +16,10 @@ import os
 from absl import logging
 import tensorflow as tf
 
+from cifar10 import devices as device_plan
 from cifar10 import checkpoints
 from cifar10 import model
 from cifar10 import precision
-from compat_v1 import devices as v1_devices
 from compat_v1 import inputs
 from compat_v1 import restore
 from compat_v1.step import build_train_graph
@@ -63,7 +63,7 @@ def build(config, devices, start, arrays, graph):
         decay_steps=config.steps_between_decays(n),
         hparams=config.hparams, compute_dtype=precision.compute_dtype(config.precision),
         loss_scale=config.scale,
-        ema_reads=config.ema_reads, param_device=v1_devices.parameter_device(devices))
+        ema_reads=config.ema_reads, param_device=device_plan.parameter_device(devices))
     # Relative paths in the index: the folder can be moved or copied and still resumes.
     saver = v1.train.Saver(max_to_keep=config.max_checkpoints_to_keep, save_relative_paths=True)
     averages = {n: g.ema.average(v) for n, v in g.params.items()}

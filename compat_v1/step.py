@@ -87,7 +87,7 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
   scale lives in the variables `loss_scale` and `loss_scale_good_steps` and a step with
   non-finite gradients updates no weight. param_device holds the weights, their averaged
   gradients, their update and their EMA (the optimizer and the EMA colocate their ops with
-  the variables); compat_v1.devices.parameter_device decides it.
+  the variables); cifar10.devices.parameter_device decides it.
   """
   initial_values, init_feed = initial_value_feeds(seed)
   dynamic = loss_scale == precision.DYNAMIC

@@ -13,13 +13,13 @@ the bit.
 import keras
 import tensorflow as tf
 
+from cifar10 import devices as device_plan
 from cifar10 import data_sources as sources
 from cifar10 import input_pipeline as ip
 from cifar10 import losses
 from cifar10 import model
 from cifar10 import schedule
 from cifar10.hparams import DEFAULT
-from compat_v1 import devices as v1_devices
 from compat_v1.step import tower_params
 import porting
 
@@ -61,7 +61,7 @@ def port(seed, decay_steps, ema_order="after_update", gradient_reduction="mean")
 
   def tower_loss(images, labels):
     # Where compat_v1 keeps them: the first of the kit's devices if they are GPUs, else /cpu:0.
-    params = tower_params(initial, v1_devices.parameter_device(porting.replica_devices(1)))
+    params = tower_params(initial, device_plan.parameter_device(porting.replica_devices(1)))
     logits = model.inference(params, images)
     return losses.tower_loss(logits, labels, params), logits
 

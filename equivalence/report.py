@@ -36,8 +36,13 @@ def run(n, seed, steps, per_replica_batch, decay_steps, single_device_tolerance,
   b = runs.tf2_train(n, seed, steps, per_replica_batch, decay_steps)
   sections.append((f"Weights and EMA after {steps} steps (decay every {decay_steps}): v1 vs "
                    "TF2", compare.compare(a.variables, b.variables), 0.0))
-  lr_ok = a.learning_rates == b.learning_rates
-  step_ok = a.global_step == b.global_step == steps
+  # The original's layout in TF2 (--strategy=central_storage): one copy of the variables.
+  central = runs.tf2_train(n, seed, steps, per_replica_batch, decay_steps,
+                           strategy="central_storage")
+  sections.append((f"Weights and EMA after {steps} steps: v1 vs TF2 --strategy=central_storage",
+                   compare.compare(a.variables, central.variables), 0.0))
+  lr_ok = a.learning_rates == b.learning_rates == central.learning_rates
+  step_ok = a.global_step == b.global_step == central.global_step == steps
   if multi_worker:
     c = runs.multi_worker_train(n, seed, steps, per_replica_batch)
     d = runs.v1_train(n, seed, steps, per_replica_batch,

@@ -20,6 +20,7 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
+from cifar10 import devices as device_plan
 from cifar10 import checkpoints
 from cifar10 import config
 from cifar10 import data_sources as sources
@@ -74,7 +75,7 @@ def v1_gradients(n, seed, images, labels):
     devices = _devices(n)
     g = build_train_graph(tf.constant(images), tf.constant(labels), devices, seed=seed,
                           decay_steps=1, hparams=DEFAULT,
-                          param_device=v1_devices.parameter_device(devices))
+                          param_device=device_plan.parameter_device(devices))
     with v1.Session(config=_v1_session(n)) as sess:
       sess.run(v1.global_variables_initializer(), g.init_feed)
       values = sess.run(g.grads)
@@ -143,12 +144,14 @@ def _train(run, prefix):
   return RunResult(variables, lrs, loss_values, state.global_step)
 
 
-def tf2_train(n, seed, steps, per_replica_batch, decay_steps, **overrides):
-  """strategies.loop.train over MirroredStrategy with n replicas; its RunResult."""
+def tf2_train(n, seed, steps, per_replica_batch, decay_steps, strategy="mirrored",
+              **overrides):
+  """strategies.loop.train over `strategy` (--strategy: mirrored, central_storage) with n
+  replicas; its RunResult."""
   from strategies import loop as tf2_loop  # pylint: disable=g-import-not-at-top
   return _train(lambda train_dir, on_step: tf2_loop.train(
       train_config(train_dir, seed, steps, per_replica_batch, decay_steps, **overrides),
-      tf2_devices.get_strategy("mirrored", _devices(n)), on_step=on_step), "equivalence-tf2-")
+      tf2_devices.get_strategy(strategy, _devices(n)), on_step=on_step), "equivalence-tf2-")
 
 
 def v1_train(n, seed, steps, per_replica_batch, decay_steps, **overrides):

@@ -43,7 +43,9 @@ def replica_devices(n):
     return [f"/cpu:{i}" for i in range(n)]
   cpu = tf.config.list_physical_devices("CPU")[0]
   configured = tf.config.get_logical_device_configuration(cpu) or []
-  if len(configured) < n:
+  # Unconfigured, the CPU is one logical device: enough for one replica (asking to configure
+  # it once TensorFlow had started refused N = 1 with "need 1, started with 1").
+  if max(len(configured), 1) < n:
     try:
       tf.config.set_logical_device_configuration(
           cpu, [tf.config.LogicalDeviceConfiguration()] * n)

@@ -24,6 +24,7 @@ import dataclasses
 from absl import logging
 import tensorflow as tf
 
+from cifar10 import devices as device_plan
 from cifar10.errors import UsageError
 from harness.clusters import cluster
 from harness.devices import determinism
@@ -31,7 +32,8 @@ from harness.devices import gpu_runtime
 from harness.control import progress
 from harness.clusters import watchdog
 
-STRATEGIES = ("mirrored", "one_device", "multi_worker_mirrored", "parameter_server")
+STRATEGIES = ("mirrored", "central_storage", "one_device", "multi_worker_mirrored",
+              "parameter_server")
 # --all_reduce, per strategy. auto: NCCL between GPUs, ReductionToOneDevice between logical
 # CPU devices (mirrored); RING (multi_worker_mirrored).
 ALL_REDUCE = {"mirrored": ("auto", "nccl", "hierarchical_copy", "reduce_to_one_device"),
@@ -129,6 +131,13 @@ def get_strategy(name, devices, peer_timeout_secs=None, partition_min_bytes=0,
   if name == "mirrored":
     return tf.distribute.MirroredStrategy(
         devices, cross_device_ops=_cross_device_ops(all_reduce, devices))
+  if name == "central_storage":
+    # One copy of the variables where the towers keep theirs (the CPU, or the first GPU with
+    # GPUs: cifar10.devices.parameter_device), read by every replica and updated once. The sum
+    # of the replicas' gradients is made there, in replica order (AddN), as the towers' is:
+    # the same bits (tests/test_central_storage.py).
+    return tf.distribute.experimental.CentralStorageStrategy(
+        devices, parameter_device=device_plan.parameter_device(devices))
   if name == "one_device":
     if len(devices) != 1:
       raise UsageError(f"--strategy=one_device runs one replica, but --num_gpus={len(devices)}; "

@@ -34,16 +34,19 @@ LAYOUT = {"multi_worker_mirrored": [("worker", None)],
 def define_flags(fv):
   options.define_train_flags(fv)
   cluster_options.define_cluster_flags(fv)
-  flag_ranges.string("strategy", "mirrored", "mirrored | one_device | multi_worker_mirrored "
-                     "| parameter_server", flag_values=fv, subject=settings.DEVICES)
+  flag_ranges.string("strategy", "mirrored", "mirrored | central_storage | one_device | "
+                     "multi_worker_mirrored | parameter_server (central_storage: the "
+                     "original's layout, one copy of the variables on the CPU, updated once "
+                     "per step and read by every replica).", flag_values=fv,
+                     subject=settings.DEVICES)
   flag_ranges.integer("steps_per_loop", 1, "Steps per call of the compiled step, with no "
-                      "host round trip between them (mirrored, one_device, "
-                      "multi_worker_mirrored); the same weights, logs and checkpoints. Calls "
-                      "end where a step logs, writes summaries or saves.", flag_values=fv,
-                      bounds=(1, 100000), applies="mirrored, one_device, multi_worker_mirrored",
+                      "host round trip between them (every strategy but parameter_server); "
+                      "the same weights, logs and checkpoints. Calls end where a step logs, "
+                      "writes summaries or saves.", flag_values=fv, bounds=(1, 100000),
+                      applies="every strategy but parameter_server",
                       subject=settings.DEVICES)
   flag_ranges.boolean("jit_compile", False, "XLA-compile each replica's forward and backward "
-                      "pass (mirrored, one_device, multi_worker_mirrored); outside the "
+                      "pass (every strategy but parameter_server); outside the "
                       "bit-equality contract, and slower than TensorFlow's kernels on CPU.",
                       flag_values=fv, subject=settings.DEVICES)
   flag_ranges.string("all_reduce", "auto", "mirrored: auto | nccl | hierarchical_copy | "
@@ -77,7 +80,7 @@ def main(values):
   from absl import logging  # pylint: disable=g-import-not-at-top
   from harness.clusters import cluster  # pylint: disable=g-import-not-at-top
   from strategies import devices  # pylint: disable=g-import-not-at-top
-  if values.strategy in ("mirrored", "one_device"):
+  if values.strategy in ("mirrored", "central_storage", "one_device"):
     if cluster.is_set():
       logging.info("TF_CONFIG is set but ignored: --strategy=%s runs on this machine only",
                    values.strategy)

@@ -18,7 +18,8 @@ def test_the_model_flops_are_counted_layer_by_layer():
 
 @pytest.mark.parametrize("flags,expected", [
     (("--steps=15",), "--steps=15 and --warmup=10 must be multiples of --steps_per_loop=10"),
-    (("--kinds=tf2,fast",), "flag --kinds=['tf2', 'fast']: give one or more of tf2, tf2_loop"),
+    (("--kinds=tf2,fast",),
+     "flag --kinds=['tf2', 'fast']: give one or more of tf2, tf2_central, tf2_loop"),
     (("--precisions=fp8",), "give one or more of fp32, bf16, fp16"),
     (("--num_gpus=0",), "0 is not an integer in the range [1, 64]"),
 ])

@@ -8,6 +8,7 @@ update and average the weights on their replicas' device type, as TF2 does.
 import pytest
 import tensorflow as tf
 
+from cifar10 import devices as device_plan
 from cifar10 import config
 from cifar10 import model
 from compat_v1 import devices as v1_devices
@@ -183,7 +184,7 @@ def test_the_towers_update_and_average_the_weights_on_the_replicas_device_type(k
   with graph.as_default():
     build_train_graph(tf.zeros([4, 24, 24, 3]), tf.zeros([4], tf.int32), names, seed=1,
                       decay_steps=10, hparams=DEFAULT,
-                      param_device=v1_devices.parameter_device(names))
+                      param_device=device_plan.parameter_device(names))
   ops = graph.get_operations()
   weights = [op for op in ops if op.type == "VarHandleOp" and op.name in model.VARIABLE_NAMES]
   updates = [op for op in ops if op.type == "ResourceApplyGradientDescent"]

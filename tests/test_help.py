@@ -36,7 +36,7 @@ def test_each_flag_is_listed_once_under_its_subject(binary):
   lines = text.splitlines()
   headings = [line[:-1] for line, after in zip(lines, lines[1:])
               if line.endswith(":") and after.startswith("  --")]
-  assert headings, text
+  assert headings or not names, text  # a binary of arguments only has no flag groups
   order = list(settings.SUBJECTS) + ["Other flags"]
   assert headings == sorted(headings, key=order.index), headings
   if binary in MAIN:  # every flag of theirs has a subject

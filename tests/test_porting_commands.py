@@ -6,6 +6,8 @@ section run as written. The model is tests/bn_momentum_port.py, as in tests/test
 import os
 import re
 import shlex
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -231,3 +233,13 @@ def test_a_port_that_fails_is_one_line_naming_where(port, batches, expected):
   line = helpers.check_one_line(result, expected)
   if "ValueError" in expected:  # the team's own line, and its message
     assert "test_porting_commands.py:" in line and line.endswith("this port's loss has a bug")
+
+
+def test_one_replica_needs_no_device_configuration_once_tensorflow_has_started():
+  # `python -m equivalence --num_gpus=1` failed with "1 replicas need 1 logical CPU devices,
+  # and TensorFlow has started with 1": the unconfigured CPU was counted as none.
+  code = ("import tensorflow as tf; tf.constant(1.0) + 1.0; import porting; "
+          "print(porting.replica_devices(1))")
+  result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=helpers.env(), timeout=120, cwd=helpers.REPO)
+  assert result.returncode == 0 and result.stdout == "['/cpu:0']\n", result.stderr[-2000:]

@@ -32,10 +32,13 @@ def test_a_profile_of_the_steps_asked_for_is_written(trainer, tmp_path):
   assert table[1].split() == ["steps", "profiled", "2"]
 
 
-def test_reading_a_train_dir_without_a_profile_is_one_line(tmp_path, capsys):
-  assert profile_ops.main(["profile_ops", str(tmp_path)]) == 1
-  assert capsys.readouterr().err == (f"Error: no profile under {tmp_path}/plugins/profile; "
-                                     "run the trainer with --profile_steps=A,B first\n")
+def test_reading_a_train_dir_without_a_profile_is_one_line(tmp_path):
+  result = helpers.call("benchmarks.profile_ops", str(tmp_path))
+  helpers.check_one_line(result, f"error: no profile under {tmp_path}/plugins/profile; run the "
+                         "trainer with --profile_steps=A,B first")
+  # And its --help is its own, exit 0 (it printed its usage with exit 2).
+  result = helpers.run("benchmarks.profile_ops", "--help")
+  assert result.returncode == 0 and "python -m benchmarks.profile_ops" in result.stdout
 
 
 def test_with_steps_per_loop_the_profile_starts_and_ends_between_calls():
