@@ -35,9 +35,9 @@ def define_flags(fv):
   options.define_train_flags(fv)
   cluster_options.define_cluster_flags(fv)
   flag_ranges.string("strategy", "mirrored", "mirrored | central_storage | one_device | "
-                     "multi_worker_mirrored | parameter_server (central_storage: the "
-                     "original's layout, one copy of the variables on the CPU, updated once "
-                     "per step and read by every replica).", flag_values=fv,
+                     "multi_worker_mirrored | parameter_server (central_storage: the towers' "
+                     "layout, one copy of the variables on the CPU, or the first GPU with GPUs, "
+                     "updated once per step and read by every replica).", flag_values=fv,
                      subject=settings.DEVICES)
   flag_ranges.integer("steps_per_loop", 1, "Steps per call of the compiled step, with no "
                       "host round trip between them (every strategy but parameter_server); "

@@ -30,6 +30,18 @@ def test_its_variables_are_one_copy_on_the_cpu_and_its_replicas_the_devices():
   assert device_plan.parameter_device(["/cpu:0", "/cpu:1"]) == "/cpu:0"
 
 
+def test_on_gpus_the_strategy_keeps_the_variables_on_the_first_gpu(monkeypatch):
+  # No GPU here: TensorFlow's constructor is faked at the boundary, and the arguments a real
+  # 2-GPU run would hand it are checked (TensorFlow's own default for one GPU is that GPU, for
+  # several the CPU, where the towers do not keep theirs).
+  made = {}
+  monkeypatch.setattr(tf.distribute.experimental, "CentralStorageStrategy",
+                      lambda replicas, parameter_device: made.update(
+                          replicas=replicas, parameter_device=parameter_device) or "strategy")
+  assert devices.get_strategy("central_storage", ["/gpu:0", "/gpu:1"]) == "strategy"
+  assert made == {"replicas": ["/gpu:0", "/gpu:1"], "parameter_device": "/gpu:0"}
+
+
 @pytest.mark.parametrize("n", [3])
 def test_the_binary_equals_the_towers_and_mirrored_to_the_bit(n, tmp_path):
   # Three replicas: the mean of the gradients divides by 3, where a reciprocal would round.
