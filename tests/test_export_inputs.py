@@ -135,3 +135,18 @@ def test_a_full_or_read_only_disk_leaves_no_version_folder(run, tmp_path):
   assert "No such file or directory" in result.stdout
   listed = [line for line in result.stdout.splitlines() if not line.startswith(("status", "ls"))]
   assert listed == [], result.stdout
+
+
+def test_sample_images_writes_whole_pngs_and_refuses_bad_folders_in_one_line(tmp_path):
+  result = helpers.call("strategies.sample_images", "--dataset=synthetic", "--count=2",
+                        str(tmp_path))
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert sorted(os.listdir(tmp_path)) == ["test0.png", "test1.png"]  # no partial file left
+  image, label = data_sources.load_source("synthetic", "test", seed=0).fetch(1)
+  written = tf.io.decode_png(tf.io.read_file(str(tmp_path / "test1.png")))
+  assert np.array_equal(written.numpy(), image.numpy())  # the example's exact pixels
+  assert result.stdout.splitlines()[1].endswith(f"(label {int(label)})")
+  helpers.check_one_line(helpers.call("strategies.sample_images", "--dataset=synthetic",
+                                      str(tmp_path / "absent")), "absent: no such folder")
+  helpers.check_one_line(helpers.call("strategies.sample_images", "--dataset=synthetic"),
+                         "name one folder")
