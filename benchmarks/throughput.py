@@ -3,14 +3,16 @@ r"""Training throughput of the TF2 trainer against the v1 towers and its peers, 
   python -m benchmarks.throughput --num_gpus=1,2 --steps=50 --warmup=10 --steps_per_loop=10 \
       --precisions=fp32 --out=/tmp/benchmark
 
-For each precision and N, each kind of benchmarks.measure runs in its own child process
-(devices are fixed when TensorFlow starts) on the shared synthetic stream, batch
---batch_size per replica: the real TF2 loop with one step per call (under
+For each precision, batch size and N, each kind of benchmarks.measure runs in its own child
+process (devices are fixed when TensorFlow starts) on the shared synthetic stream, each of
+--batch_sizes per replica (--steps: one count for all, or one per batch size, as a cheap
+step needs more of them to time): the real TF2 loop with one step per call (under
 --strategy=mirrored, and central_storage: the kind tf2_central) and with --steps_per_loop
 steps per call, the real v1 tower loop, the project's Keras path, an
 idiomatic Keras `fit` of the same CNN (benchmarks.keras_peer), and (N = 1) a bare tf.function
 step, the ceiling of the model's step here. After --warmup steps, --steps steps are timed.
-With --repeats=R each kind runs R times in rotating order and the median counts.
+With --repeats=R each kind runs R times in rotating order: the median rate counts, and the
+ratio to v1 is the median of each round's ratio (a round runs every kind once).
 Prints the machine (tfbits.machine: CPU, ISA, oneDNN, versions, GPUs), then examples/sec,
 the ratio to v1 (a precision this CPU's kernels are refused, harness.devices.cpu_kernels, is not
 measured: one line says why), the model's FLOP rate as a share of this machine's
@@ -49,8 +51,10 @@ def define_flags(fv):
                       f"({', '.join(config.PRECISIONS)}).", flag_values=fv)
   flag_ranges.choices("kinds", list(KINDS), KINDS, f"What to measure, of {', '.join(KINDS)}.",
                       flag_values=fv)
-  flag_ranges.integer("batch_size", 128, "Images per replica per step.", flag_values=fv)
-  flag_ranges.integer("steps", 50, "Timed steps.", flag_values=fv)
+  flag_ranges.integers("batch_sizes", ["128"], "Images per replica per step: each is "
+                       "measured.", flag_values=fv, bounds=flag_ranges.bounds_of("batch_size"))
+  flag_ranges.integers("steps", ["50"], "Timed steps: one count for every batch size, or one "
+                       "per --batch_sizes, in its order.", flag_values=fv)
   flag_ranges.integer("warmup", 10, "Untimed steps first (tracing, graph optimisation).",
                       flag_values=fv, bounds=(1, config.MAX_STEPS))
   flag_ranges.integer("steps_per_loop", 10, "Steps per call of the tf2_loop kind "
@@ -87,7 +91,8 @@ def _child(spec, values):
   kind, n, precision = _child_spec(spec)
   from benchmarks import measure  # pylint: disable=g-import-not-at-top
   measure.configure(deterministic=values.deterministic)
-  run = (int(n), values.batch_size, values.warmup, values.steps, values.intra_op_threads)
+  batch, steps = values.batch_sizes[0], values.steps[0]  # _run_child gives one of each
+  run = (int(n), batch, values.warmup, steps, values.intra_op_threads)
   if kind == "peak":  # and the machine the children measure on
     from tfbits import machine  # pylint: disable=g-import-not-at-top
     result = {"gflops": measure.peak_gflops(values.intra_op_threads),
@@ -97,14 +102,17 @@ def _child(spec, values):
              {"strategy": "central_storage"} if kind == "tf2_central" else {})
     seconds = getattr(measure, "tf2" if kind.startswith("tf2") else kind)(
         *run, precision=precision, **extra)
-    examples = values.steps * values.batch_size * (1 if kind == "bare_step" else int(n))
+    examples = steps * batch * (1 if kind == "bare_step" else int(n))
     result = {"examples_per_sec": examples / seconds}
   print(json.dumps(result))
 
 
-def _run_child(spec, values):
+def _run_child(spec, values, batch=None):
+  """The result of measurement `spec` at `batch` images per replica (the first of
+  --batch_sizes without), in a child process."""
+  batch = batch or values.batch_sizes[0]
   args = [sys.executable, "-m", "benchmarks.throughput", f"--child={spec}",
-          f"--batch_size={values.batch_size}", f"--steps={values.steps}",
+          f"--batch_sizes={batch}", f"--steps={_steps(values)[batch]}",
           f"--warmup={values.warmup}", f"--steps_per_loop={values.steps_per_loop}",
           f"--intra_op_threads={values.intra_op_threads}",
           "--deterministic" if values.deterministic else "--nodeterministic"]
@@ -116,10 +124,21 @@ def _run_child(spec, values):
   return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _steps(values):
+  """{batch size: timed steps}, from --steps: one count for all, or one each."""
+  counts = values.steps * len(values.batch_sizes) if len(values.steps) == 1 else values.steps
+  return dict(zip(values.batch_sizes, counts))
+
+
 def _check(values):
-  k = values.steps_per_loop
-  if values.steps % k or values.warmup % k:
-    raise UsageError(f"--steps={values.steps} and --warmup={values.warmup} must be multiples "
+  k, steps = values.steps_per_loop, ",".join(map(str, values.steps))
+  if len(set(values.batch_sizes)) != len(values.batch_sizes):
+    raise UsageError(f"--batch_sizes={','.join(map(str, values.batch_sizes))}: each once")
+  if len(values.steps) not in (1, len(values.batch_sizes)):
+    raise UsageError(f"--steps={steps}: give one count, or one per --batch_sizes "
+                     f"({len(values.batch_sizes)})")
+  if any(s % k for s in values.steps) or values.warmup % k:
+    raise UsageError(f"--steps={steps} and --warmup={values.warmup} must be multiples "
                      f"of --steps_per_loop={k}, so the clock reads at call boundaries")
   if values.out and filesystems.is_url(values.out):  # os.makedirs would make a folder "gs:"
     raise UsageError(f"--out={values.out}: give a local folder (matplotlib writes the chart "
@@ -140,7 +159,8 @@ def _chart(rows, path):
     return
   matplotlib.use("Agg")
   from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
-  labels = [f"{LABELS[r['kind']]}\nN={r['n']} {r['precision']}" for r in rows]
+  labels = [f"{LABELS[r['kind']]}\nN={r['n']} b{r['batch_size']} {r['precision']}"
+            for r in rows]
   figure, axes = pyplot.subplots(figsize=(max(6, len(rows) * 0.9), 4))
   axes.bar(range(len(rows)), [r["examples_per_sec"] for r in rows],
            color=["tab:orange" if r["kind"] == "v1" else "tab:blue" for r in rows])
@@ -172,49 +192,58 @@ def main(values):
   for precision, reason in refused.items():
     if reason:  # what the trainers would say, instead of a run that dies or crawls
       print(f"{precision}: not measured: {reason}")
-  print(f"global batch = {values.batch_size} x N, {values.steps} timed steps after "
-        f"{values.warmup} warm-up steps, synthetic data; K = {values.steps_per_loop}; "
-        f"matmul peak {peak:.0f} GFLOP/s; {flops / 1e6:.1f} MFLOP per example")
-  print(f"{'precision':>9} {'N':>2} {'kind':>11} {'ex/s':>9} {'/ v1':>6} {'% peak':>7} "
-        f"{'ms/step':>8} {'over bare':>9}")
-  rows, bare_ms = [], {}
+  steps = _steps(values)
+  timed = ", ".join(f"{s} at batch {b}" for b, s in steps.items())
+  print(f"global batch = batch x N, timed steps: {timed}, after {values.warmup} warm-up steps, "
+        f"synthetic data; K = {values.steps_per_loop}; matmul peak {peak:.0f} GFLOP/s; "
+        f"{flops / 1e6:.1f} MFLOP per example")
+  print(f"{'precision':>9} {'batch':>5} {'N':>2} {'kind':>11} {'ex/s':>9} {'/ v1':>6} "
+        f"{'% peak':>7} {'ms/step':>8} {'over bare':>9}")
+  rows = []
   measured = [p for p in values.precisions if not refused[p]]
+  groups = [(p, b, n) for p in measured for b in values.batch_sizes for n in counts]
   progress = children.Progress(values.repeats * sum(
-      len([k for k in values.kinds if k != "bare_step" or n == 1]) for n in counts)
-                               * len(measured))
-  for precision in measured:
-    for n in counts:
-      kinds = [k for k in values.kinds if k != "bare_step" or n == 1]
-      rates = {kind: [] for kind in kinds}
-      for r in range(values.repeats):  # rotated, so no kind always runs first or last
-        for kind in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
-          spec = f"{kind}:{n}:{precision}"
-          rates[kind].append(progress.measured(
-              spec, lambda spec=spec: _run_child(spec, values))["examples_per_sec"])
-      results = {kind: statistics.median(rates[kind]) for kind in kinds}
-      for kind in sorted(kinds, key=lambda k: k != "bare_step"):  # the bare step first
-        rate = results[kind]
-        # None where there is nothing to compare with (no v1 run; no bare step at N > 1):
-        # `-` in the table, null in results.json (NaN is not JSON).
-        ratio = rate / results["v1"] if "v1" in results else None
-        share = 100 * rate * flops / (peak * 1e9)
-        # A global step's time, and what it costs over the bare step of one replica's batch
-        # (N = 1; the fixed cost of a step, which decides the speed where steps are cheap).
-        step_ms = 1000 * values.batch_size * n / rate
-        bare = bare_ms.get(precision) if n == 1 else None
-        if kind == "bare_step":
-          bare_ms[precision] = bare = step_ms
-        over = step_ms - bare if bare is not None else None
-        rows.append({"precision": precision, "n": n, "kind": kind, "examples_per_sec": rate,
-                     "runs": rates[kind], "ratio_to_v1": ratio, "percent_of_peak": share,
-                     "ms_per_step": step_ms, "ms_over_bare_step": over})
-        print(f"{precision:>9} {n:>2} {LABELS[kind]:>11} {rate:>9.1f} {_cell(ratio):>6} "
-              f"{share:>6.1f}% {step_ms:>8.2f} {_cell(over):>9}", flush=True)
+      len([k for k in values.kinds if k != "bare_step" or n == 1]) for _, _, n in groups))
+  bare_ms = {}  # (precision, batch): the bare step's milliseconds, the N = 1 yardstick
+  for precision, batch, n in groups:
+    kinds = [k for k in values.kinds if k != "bare_step" or n == 1]
+    rates = {kind: [] for kind in kinds}
+    for r in range(values.repeats):  # rotated, so no kind always runs first or last
+      for kind in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
+        spec = f"{kind}:{n}:{precision}"
+        rates[kind].append(progress.measured(
+            f"{spec} batch {batch}",
+            lambda spec=spec: _run_child(spec, values, batch))["examples_per_sec"])
+    results = {kind: statistics.median(rates[kind]) for kind in kinds}
+    for kind in sorted(kinds, key=lambda k: k != "bare_step"):  # the bare step first
+      rate = results[kind]
+      # The median of each round's ratio: a round runs every kind once, minutes apart at
+      # most, so the machine's drift between rounds (10-30%) leaves it, where the ratio of
+      # two medians taken from different rounds keeps it. None where there is nothing to
+      # compare with (no v1 run; no bare step at N > 1): `-` in the table, null in
+      # results.json (NaN is not JSON).
+      ratio = (statistics.median(a / b for a, b in zip(rates[kind], rates["v1"]))
+               if "v1" in results else None)
+      share = 100 * rate * flops / (peak * 1e9)
+      # A global step's time, and what it costs over the bare step of one replica's batch
+      # (N = 1; the fixed cost of a step, which decides the speed where steps are cheap).
+      step_ms = 1000 * batch * n / rate
+      bare = bare_ms.get((precision, batch)) if n == 1 else None
+      if kind == "bare_step":
+        bare_ms[precision, batch] = bare = step_ms
+      over = step_ms - bare if bare is not None else None
+      rows.append({"precision": precision, "batch_size": batch, "n": n, "kind": kind,
+                   "examples_per_sec": rate, "runs": rates[kind], "ratio_to_v1": ratio,
+                   "percent_of_peak": share, "ms_per_step": step_ms,
+                   "ms_over_bare_step": over})
+      print(f"{precision:>9} {batch:>5} {n:>2} {LABELS[kind]:>11} {rate:>9.1f} "
+            f"{_cell(ratio):>6} {share:>6.1f}% {step_ms:>8.2f} {_cell(over):>9}", flush=True)
   if values.out:
     path = os.path.join(values.out, "results.json")
     with open(path, "w", encoding="utf-8") as f:
       json.dump({"machine": where, "peak_gflops": peak, "flops_per_example": flops,
-                 "batch_size": values.batch_size, "steps": values.steps,
+                 "batch_sizes": values.batch_sizes,
+                 "steps": {str(b): s for b, s in steps.items()},
                  "warmup": values.warmup, "steps_per_loop": values.steps_per_loop,
                  "repeats": values.repeats,
                  "rows": rows}, f, indent=1, allow_nan=False)

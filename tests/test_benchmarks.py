@@ -22,6 +22,11 @@ def test_the_model_flops_are_counted_layer_by_layer():
      "flag --kinds=['tf2', 'fast']: give one or more of tf2, tf2_central, tf2_loop"),
     (("--precisions=fp8",), "give one or more of fp32, bf16, fp16"),
     (("--num_gpus=0",), "0 is not an integer in the range [1, 64]"),
+    (("--batch_sizes=8,128", "--steps=200,40,10"),
+     "--steps=200,40,10: give one count, or one per --batch_sizes (2)"),
+    (("--batch_sizes=8,8",), "--batch_sizes=8,8: each once"),
+    (("--batch_sizes=8,128", "--steps=200,45"),
+     "--steps=200,45 and --warmup=10 must be multiples of --steps_per_loop=10"),
 ])
 def test_bad_flags_are_one_line(flags, expected):
   result = helpers.call("benchmarks.throughput", *flags)
@@ -31,7 +36,7 @@ def test_bad_flags_are_one_line(flags, expected):
 @pytest.mark.slow
 def test_a_run_prints_and_writes_each_kind_against_v1(tmp_path):
   result = helpers.run("benchmarks.throughput", "--num_gpus=1", "--kinds=v1,bare_step",
-                       "--batch_size=8", "--steps=2", "--warmup=2", "--steps_per_loop=2",
+                       "--batch_sizes=8", "--steps=2", "--warmup=2", "--steps_per_loop=2",
                        f"--out={tmp_path}")
   assert result.returncode == 0, result.stderr[-3000:]
   written = json.loads((tmp_path / "results.json").read_text())
@@ -73,13 +78,14 @@ def test_what_has_nothing_to_compare_with_is_a_dash_and_null(tmp_path, monkeypat
   rates = {"peak": {"gflops": 100.0, "machine": where.as_dict()},
            "bare_step": {"examples_per_sec": 800.0},
            "tf2": {"examples_per_sec": 400.0}, "v1": {"examples_per_sec": 500.0}}
-  monkeypatch.setattr(throughput, "_run_child", lambda spec, _: rates[spec.split(":")[0]])
+  monkeypatch.setattr(throughput, "_run_child",
+                      lambda spec, *_: rates[spec.split(":")[0]])
   monkeypatch.setattr(throughput, "_chart", lambda rows, path: None)
   tables = {}
   for kinds in ("tf2,v1,bare_step", "tf2,bare_step"):
     fv = absl_flags.FlagValues()
     throughput.define_flags(fv)
-    fv(["throughput", "--num_gpus=1,2", f"--kinds={kinds}", "--batch_size=8",
+    fv(["throughput", "--num_gpus=1,2", f"--kinds={kinds}", "--batch_sizes=8",
         f"--out={tmp_path / kinds}"])
     throughput.main(fv)
     tables[kinds] = [line.split() for line in capsys.readouterr().out.splitlines()
@@ -93,12 +99,95 @@ def test_what_has_nothing_to_compare_with_is_a_dash_and_null(tmp_path, monkeypat
     assert rows[1, "tf2"]["ms_per_step"] == 20 and rows[1, "tf2"]["ms_over_bare_step"] == 10
     assert rows[2, "tf2"]["ms_per_step"] == 40 and rows[2, "tf2"]["ms_over_bare_step"] is None
     assert rows[1, "tf2"]["ratio_to_v1"] == (0.8 if "v1" in kinds else None)
-  # precision, N, kind, ex/s, / v1, % peak, ms/step, over bare: `-` where nothing compares.
-  assert tables["tf2,v1,bare_step"][1] == ["fp32", "1", "TF2", "400.0", "0.80", "42.1%",
+  # precision, batch, N, kind, ex/s, / v1, % peak, ms/step, over bare: `-` where nothing
+  # compares.
+  assert tables["tf2,v1,bare_step"][1] == ["fp32", "8", "1", "TF2", "400.0", "0.80", "42.1%",
                                            "20.00", "10.00"]
-  assert tables["tf2,v1,bare_step"][3] == ["fp32", "2", "TF2", "400.0", "0.80", "42.1%",
+  assert tables["tf2,v1,bare_step"][3] == ["fp32", "8", "2", "TF2", "400.0", "0.80", "42.1%",
                                            "40.00", "-"]
-  assert tables["tf2,bare_step"][1][4] == "-" and tables["tf2,bare_step"][2][-1] == "-"
+  assert tables["tf2,bare_step"][1][5] == "-" and tables["tf2,bare_step"][2][-1] == "-"
+
+
+def test_every_batch_size_is_measured_in_one_run_with_its_own_steps(tmp_path, monkeypatch,
+                                                                     capsys):
+  # Issue 51: batch 128 and 8 side by side in one run; a cheap step needs more steps to time,
+  # so --steps gives one count per batch size. Stand-in children: each kind's rate made up,
+  # the bare step's doubled at batch 8 so each batch's "over bare" has its own yardstick.
+  import subprocess  # pylint: disable=g-import-not-at-top
+  from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
+  from benchmarks import throughput  # pylint: disable=g-import-not-at-top
+  from tfbits import machine  # pylint: disable=g-import-not-at-top
+  where = machine.Machine("Stand-in CPU", 2, ("avx2",), False, "", "2.21.0", "3.15.1")
+  argv = []
+
+  def child(args, **_):
+    argv.append(args)
+    spec, batch = args[3].split("=")[1], int(args[4].split("=")[1])
+    kind = spec.split(":")[0]
+    rate = {"bare_step": 800.0 * (2 if batch == 8 else 1), "tf2": 400.0, "v1": 500.0}.get(kind)
+    out = ({"gflops": 100.0, "machine": where.as_dict()} if kind == "peak"
+           else {"examples_per_sec": rate})
+    return subprocess.CompletedProcess(args, 0, json.dumps(out) + "\n", "")
+
+  monkeypatch.setattr(subprocess, "run", child)
+  monkeypatch.setattr(throughput, "_chart", lambda rows, path: None)
+  fv = absl_flags.FlagValues()
+  throughput.define_flags(fv)
+  fv(["throughput", "--num_gpus=1,2", "--kinds=tf2,v1,bare_step", "--batch_sizes=128,8",
+      "--steps=30,200", "--warmup=10", "--steps_per_loop=10", f"--out={tmp_path}"])
+  throughput.main(fv)
+  # Each child timed its own batch size's steps: batch 128 for 30, batch 8 for 200.
+  asked = sorted({(a[3].split("=")[1], a[4], a[5]) for a in argv})
+  assert asked == sorted([("peak:1:fp32", "--batch_sizes=128", "--steps=30")] + [
+      (f"{k}:{n}:fp32", f"--batch_sizes={b}", f"--steps={s}")
+      for k in ("tf2", "v1") for n in (1, 2) for b, s in ((128, 30), (8, 200))] + [
+          ("bare_step:1:fp32", f"--batch_sizes={b}", f"--steps={s}")
+          for b, s in ((128, 30), (8, 200))])
+  written = json.loads((tmp_path / "results.json").read_text())
+  assert written["batch_sizes"] == [128, 8] and written["steps"] == {"128": 30, "8": 200}
+  rows = {(r["batch_size"], r["n"], r["kind"]): r for r in written["rows"]}
+  assert len(rows) == 10
+  # Batch 128: a TF2 step of 128 examples at 400/s is 320 ms, the bare one's 160; batch 8:
+  # 20 ms against 5.
+  assert rows[128, 1, "tf2"]["ms_over_bare_step"] == 160
+  assert rows[8, 1, "tf2"]["ms_over_bare_step"] == 15
+  assert rows[8, 2, "tf2"]["ms_per_step"] == 40 and rows[8, 2, "tf2"]["ratio_to_v1"] == 0.8
+  lines = [line.split()[:4] for line in capsys.readouterr().out.splitlines()
+           if line.startswith("     fp32")]
+  assert lines == [["fp32", "128", "1", "bare"], ["fp32", "128", "1", "TF2"],
+                   ["fp32", "128", "1", "v1"], ["fp32", "128", "2", "TF2"],
+                   ["fp32", "128", "2", "v1"], ["fp32", "8", "1", "bare"],
+                   ["fp32", "8", "1", "TF2"], ["fp32", "8", "1", "v1"],
+                   ["fp32", "8", "2", "TF2"], ["fp32", "8", "2", "v1"]]
+
+
+def test_the_ratio_to_v1_is_the_median_of_each_rounds_ratio(tmp_path, monkeypatch):
+  # Stand-in children on a machine whose speed doubles and triples between rounds (the drift
+  # BENCHMARKS.md measured): TF2 runs 10% behind v1 in the first and third rounds and 5% ahead
+  # in the second. The ratio of the two medians (200 / 190 = 1.05) would call TF2 ahead; each
+  # round's ratio, its median: 0.91.
+  from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
+  from benchmarks import throughput  # pylint: disable=g-import-not-at-top
+  from tfbits import machine  # pylint: disable=g-import-not-at-top
+  where = machine.Machine("Stand-in CPU", 2, ("avx2",), False, "", "2.21.0", "3.15.1")
+  runs = {"tf2": [100.0, 200.0, 300.0], "v1": [110.0, 190.0, 330.0]}
+
+  def child(spec, *_):
+    kind = spec.split(":")[0]
+    if kind == "peak":
+      return {"gflops": 100.0, "machine": where.as_dict()}
+    return {"examples_per_sec": runs[kind].pop(0)}
+
+  monkeypatch.setattr(throughput, "_run_child", child)
+  monkeypatch.setattr(throughput, "_chart", lambda rows, path: None)
+  fv = absl_flags.FlagValues()
+  throughput.define_flags(fv)
+  fv(["throughput", "--num_gpus=2", "--kinds=tf2,v1", "--repeats=3", f"--out={tmp_path}"])
+  throughput.main(fv)
+  rows = {r["kind"]: r for r in json.loads((tmp_path / "results.json").read_text())["rows"]}
+  assert rows["tf2"]["runs"] == [100.0, 200.0, 300.0] and rows["tf2"]["examples_per_sec"] == 200
+  assert rows["tf2"]["ratio_to_v1"] == pytest.approx(100 / 110)
+  assert rows["v1"]["ratio_to_v1"] == 1.0
 
 
 def test_a_precision_the_cpu_is_refused_is_one_line_not_a_run(tmp_path, monkeypatch, capsys):
@@ -110,7 +199,7 @@ def test_a_precision_the_cpu_is_refused_is_one_line_not_a_run(tmp_path, monkeypa
                           "3.15.1")
   ran = []
 
-  def child(spec, _):
+  def child(spec, *_):
     ran.append(spec)
     return ({"gflops": 100.0, "machine": where.as_dict()} if spec.startswith("peak")
             else {"examples_per_sec": 400.0})
