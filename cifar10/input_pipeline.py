@@ -81,10 +81,15 @@ def train_dataset(source, *, seed, global_batch_size, start_step=0, shard=(0, 1)
   local = global_batch_size // count
   stream = tf.data.Dataset.range(first_epoch, np.iinfo(np.int64).max).flat_map(epoch)
   if count > 1:
-    stream = (stream.enumerate()
-              .filter(_unconverted(
-                  lambda pos, _: tf.equal(pos % global_batch_size // local, index)))
-              .map(_unconverted(lambda _, element: element)))
+    # This shard's rows of each global batch of indices, cut from the batch in one op: the
+    # same (epoch, index) pairs in the same order as a per-element filter, which ran three
+    # tf.data functions on every index of the stream in every shard's pipeline (K pipelines
+    # on one host: K times the whole stream; measured at 2 logical CPU replicas, 6% more CPU
+    # per example than the towers' one pipeline, BENCHMARKS.md).
+    rows = slice(index * local, (index + 1) * local)
+    stream = (stream.batch(global_batch_size, drop_remainder=True)
+              .map(_unconverted(lambda e, i: (e[rows], i[rows])))
+              .unbatch())
   return (stream
           .map(example, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
           .batch(local, drop_remainder=True)
