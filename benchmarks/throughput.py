@@ -32,6 +32,7 @@ import sys
 from absl import flags
 
 from benchmarks import children
+from benchmarks import results
 from cifar10 import config
 from cifar10 import settings
 from cifar10.errors import UsageError
@@ -40,8 +41,6 @@ from harness.command_line import flag_ranges
 from tfbits import filesystems
 
 KINDS = ("tf2", "tf2_central", "tf2_loop", "v1", "keras_path", "keras_peer", "bare_step")
-LABELS = {"tf2": "TF2", "tf2_central": "TF2 central", "tf2_loop": "TF2 K", "v1": "v1",
-          "keras_path": "Keras path", "keras_peer": "Keras peer", "bare_step": "bare step"}
 
 
 def define_flags(fv):
@@ -151,31 +150,6 @@ def _check(values):
   return values.num_gpus
 
 
-def _chart(rows, path):
-  try:
-    import matplotlib  # pylint: disable=g-import-not-at-top
-  except ImportError:
-    print("(no chart: matplotlib is not installed; pip install -e '.[bench]')")
-    return
-  matplotlib.use("Agg")
-  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
-  labels = [f"{LABELS[r['kind']]}\nN={r['n']} b{r['batch_size']} {r['precision']}"
-            for r in rows]
-  figure, axes = pyplot.subplots(figsize=(max(6, len(rows) * 0.9), 4))
-  axes.bar(range(len(rows)), [r["examples_per_sec"] for r in rows],
-           color=["tab:orange" if r["kind"] == "v1" else "tab:blue" for r in rows])
-  axes.set_xticks(range(len(rows)), labels, fontsize=7)
-  axes.set_ylabel("examples / sec")
-  axes.set_title("CIFAR-10 training throughput (benchmarks.throughput)")
-  figure.tight_layout()
-  figure.savefig(path, dpi=120)
-  print(f"wrote {path}")
-
-
-def _cell(value):
-  return "-" if value is None else f"{value:.2f}"
-
-
 def main(values):
   if values.child:
     return _child(values.child, values)
@@ -197,8 +171,7 @@ def main(values):
   print(f"global batch = batch x N, timed steps: {timed}, after {values.warmup} warm-up steps, "
         f"synthetic data; K = {values.steps_per_loop}; matmul peak {peak:.0f} GFLOP/s; "
         f"{flops / 1e6:.1f} MFLOP per example")
-  print(f"{'precision':>9} {'batch':>5} {'N':>2} {'kind':>11} {'ex/s':>9} {'/ v1':>6} "
-        f"{'% peak':>7} {'ms/step':>8} {'over bare':>9}")
+  print(results.HEADER)
   rows = []
   measured = [p for p in values.precisions if not refused[p]]
   groups = [(p, b, n) for p in measured for b in values.batch_sizes for n in counts]
@@ -214,42 +187,16 @@ def main(values):
         rates[kind].append(progress.measured(
             f"{spec} batch {batch}",
             lambda spec=spec: _run_child(spec, values, batch))["examples_per_sec"])
-    results = {kind: statistics.median(rates[kind]) for kind in kinds}
-    for kind in sorted(kinds, key=lambda k: k != "bare_step"):  # the bare step first
-      rate = results[kind]
-      # The median of each round's ratio: a round runs every kind once, minutes apart at
-      # most, so the machine's drift between rounds (10-30%) leaves it, where the ratio of
-      # two medians taken from different rounds keeps it. None where there is nothing to
-      # compare with (no v1 run; no bare step at N > 1): `-` in the table, null in
-      # results.json (NaN is not JSON).
-      ratio = (statistics.median(a / b for a, b in zip(rates[kind], rates["v1"]))
-               if "v1" in results else None)
-      share = 100 * rate * flops / (peak * 1e9)
-      # A global step's time, and what it costs over the bare step of one replica's batch
-      # (N = 1; the fixed cost of a step, which decides the speed where steps are cheap).
-      step_ms = 1000 * batch * n / rate
-      bare = bare_ms.get((precision, batch)) if n == 1 else None
-      if kind == "bare_step":
-        bare_ms[precision, batch] = bare = step_ms
-      over = step_ms - bare if bare is not None else None
-      rows.append({"precision": precision, "batch_size": batch, "n": n, "kind": kind,
-                   "examples_per_sec": rate, "runs": rates[kind], "ratio_to_v1": ratio,
-                   "percent_of_peak": share, "ms_per_step": step_ms,
-                   "ms_over_bare_step": over})
-      print(f"{precision:>9} {batch:>5} {n:>2} {LABELS[kind]:>11} {rate:>9.1f} "
-            f"{_cell(ratio):>6} {share:>6.1f}% {step_ms:>8.2f} {_cell(over):>9}", flush=True)
+    for row in results.group_rows(precision, batch, n, rates, flops, peak, bare_ms):
+      rows.append(row)
+      print(results.line(row), flush=True)
   if values.out:
-    path = os.path.join(values.out, "results.json")
-    with open(path, "w", encoding="utf-8") as f:
-      json.dump({"machine": where, "peak_gflops": peak, "flops_per_example": flops,
-                 "batch_sizes": values.batch_sizes,
-                 "steps": {str(b): s for b, s in steps.items()},
-                 "warmup": values.warmup, "steps_per_loop": values.steps_per_loop,
-                 "repeats": values.repeats,
-                 "rows": rows}, f, indent=1, allow_nan=False)
-    print(f"wrote {path}")
-    _chart(rows, os.path.join(values.out, "chart.png"))
-
+    results.write(values.out, {
+        "machine": where, "peak_gflops": peak, "flops_per_example": flops,
+        "batch_sizes": values.batch_sizes, "steps": {str(b): s for b, s in steps.items()},
+        "warmup": values.warmup, "steps_per_loop": values.steps_per_loop,
+        "repeats": values.repeats}, rows)
+    results.chart(rows, os.path.join(values.out, "chart.png"))
 
 if __name__ == "__main__":
   cli.app_run(flags.FLAGS, define_flags, main)

@@ -72,7 +72,7 @@ def test_what_has_nothing_to_compare_with_is_a_dash_and_null(tmp_path, monkeypat
   # in --kinds no ratio. Before, the table printed `nan` and results.json held NaN, which is
   # not JSON (a strict parser such as JavaScript's JSON.parse refuses the file).
   from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
-  from benchmarks import throughput  # pylint: disable=g-import-not-at-top
+  from benchmarks import results, throughput  # pylint: disable=g-import-not-at-top,g-multiple-import
   from tfbits import machine  # pylint: disable=g-import-not-at-top
   where = machine.Machine("Stand-in CPU", 2, ("avx2",), False, "", "2.21.0", "3.15.1")
   rates = {"peak": {"gflops": 100.0, "machine": where.as_dict()},
@@ -80,7 +80,7 @@ def test_what_has_nothing_to_compare_with_is_a_dash_and_null(tmp_path, monkeypat
            "tf2": {"examples_per_sec": 400.0}, "v1": {"examples_per_sec": 500.0}}
   monkeypatch.setattr(throughput, "_run_child",
                       lambda spec, *_: rates[spec.split(":")[0]])
-  monkeypatch.setattr(throughput, "_chart", lambda rows, path: None)
+  monkeypatch.setattr(results, "chart", lambda rows, path: None)
   tables = {}
   for kinds in ("tf2,v1,bare_step", "tf2,bare_step"):
     fv = absl_flags.FlagValues()
@@ -115,7 +115,7 @@ def test_every_batch_size_is_measured_in_one_run_with_its_own_steps(tmp_path, mo
   # the bare step's doubled at batch 8 so each batch's "over bare" has its own yardstick.
   import subprocess  # pylint: disable=g-import-not-at-top
   from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
-  from benchmarks import throughput  # pylint: disable=g-import-not-at-top
+  from benchmarks import results, throughput  # pylint: disable=g-import-not-at-top,g-multiple-import
   from tfbits import machine  # pylint: disable=g-import-not-at-top
   where = machine.Machine("Stand-in CPU", 2, ("avx2",), False, "", "2.21.0", "3.15.1")
   argv = []
@@ -130,7 +130,7 @@ def test_every_batch_size_is_measured_in_one_run_with_its_own_steps(tmp_path, mo
     return subprocess.CompletedProcess(args, 0, json.dumps(out) + "\n", "")
 
   monkeypatch.setattr(subprocess, "run", child)
-  monkeypatch.setattr(throughput, "_chart", lambda rows, path: None)
+  monkeypatch.setattr(results, "chart", lambda rows, path: None)
   fv = absl_flags.FlagValues()
   throughput.define_flags(fv)
   fv(["throughput", "--num_gpus=1,2", "--kinds=tf2,v1,bare_step", "--batch_sizes=128,8",
@@ -167,7 +167,7 @@ def test_the_ratio_to_v1_is_the_median_of_each_rounds_ratio(tmp_path, monkeypatc
   # in the second. The ratio of the two medians (200 / 190 = 1.05) would call TF2 ahead; each
   # round's ratio, its median: 0.91.
   from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
-  from benchmarks import throughput  # pylint: disable=g-import-not-at-top
+  from benchmarks import results, throughput  # pylint: disable=g-import-not-at-top,g-multiple-import
   from tfbits import machine  # pylint: disable=g-import-not-at-top
   where = machine.Machine("Stand-in CPU", 2, ("avx2",), False, "", "2.21.0", "3.15.1")
   runs = {"tf2": [100.0, 200.0, 300.0], "v1": [110.0, 190.0, 330.0]}
@@ -179,7 +179,7 @@ def test_the_ratio_to_v1_is_the_median_of_each_rounds_ratio(tmp_path, monkeypatc
     return {"examples_per_sec": runs[kind].pop(0)}
 
   monkeypatch.setattr(throughput, "_run_child", child)
-  monkeypatch.setattr(throughput, "_chart", lambda rows, path: None)
+  monkeypatch.setattr(results, "chart", lambda rows, path: None)
   fv = absl_flags.FlagValues()
   throughput.define_flags(fv)
   fv(["throughput", "--num_gpus=2", "--kinds=tf2,v1", "--repeats=3", f"--out={tmp_path}"])
@@ -193,7 +193,7 @@ def test_the_ratio_to_v1_is_the_median_of_each_rounds_ratio(tmp_path, monkeypatc
 def test_a_precision_the_cpu_is_refused_is_one_line_not_a_run(tmp_path, monkeypatch, capsys):
   # A Xeon with AVX-512 FP16 (faked in the stand-in peak child): fp16 is not measured.
   from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
-  from benchmarks import throughput  # pylint: disable=g-import-not-at-top
+  from benchmarks import results, throughput  # pylint: disable=g-import-not-at-top,g-multiple-import
   from tfbits import machine  # pylint: disable=g-import-not-at-top
   where = machine.Machine("Xeon", 2, ("avx512f", "avx512bw", "avx512_fp16"), True, "", "2.21.0",
                           "3.15.1")
@@ -209,7 +209,7 @@ def test_a_precision_the_cpu_is_refused_is_one_line_not_a_run(tmp_path, monkeypa
   throughput.define_flags(fv)
   fv(["throughput", "--num_gpus=1", "--kinds=tf2", "--precisions=fp32,fp16",
       f"--out={tmp_path}"])
-  monkeypatch.setattr(throughput, "_chart", lambda rows, path: None)
+  monkeypatch.setattr(results, "chart", lambda rows, path: None)
   throughput.main(fv)
   out = capsys.readouterr().out
   assert "fp16: not measured: --precision=fp16 on this CPU runs oneDNN's float16" in out
@@ -269,7 +269,7 @@ def test_nodeterministic_reaches_every_measurement(monkeypatch):
   import subprocess  # pylint: disable=g-import-not-at-top
   from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
   from benchmarks import measure  # pylint: disable=g-import-not-at-top
-  from benchmarks import throughput  # pylint: disable=g-import-not-at-top
+  from benchmarks import results, throughput  # pylint: disable=g-import-not-at-top,g-multiple-import
   from cifar10 import config  # pylint: disable=g-import-not-at-top
   from strategies import devices  # pylint: disable=g-import-not-at-top
   fv = absl_flags.FlagValues()
