@@ -1,8 +1,9 @@
 """Times training in this process, one kind per process (for benchmarks.throughput).
 
 Each function sets up N devices (this must be the process's first TensorFlow work), runs
-`warmup` untimed steps (tracing, graph optimisation) and returns the seconds of the next
-`steps` steps:
+`warmup` untimed steps (tracing, graph optimisation) and returns (wall seconds, CPU seconds)
+of the next `steps` steps; the CPU seconds are the whole process's, every thread's
+(`time.process_time`), so wall x cores over them is how busy the cores were kept:
 
   tf2         strategies.loop.train, the real TF2 loop (steps_per_loop steps per call), under
               --strategy=mirrored or (`strategy`) central_storage
@@ -35,14 +36,23 @@ def training_flops_per_example():
   return 2 * (3 * _FORWARD_MACS - conv1)
 
 
+def _now():
+  return time.perf_counter(), time.process_time()
+
+
+def _span(begin, end):
+  """(wall seconds, CPU seconds) between two _now()s."""
+  return end[0] - begin[0], end[1] - begin[1]
+
+
 def _clock(warmup, steps):
   marks = {}
 
   def on_step(step, loss, learning_rate):  # pylint: disable=unused-argument
     if step + 1 in (warmup, warmup + steps):
-      marks[step + 1] = time.perf_counter()
+      marks[step + 1] = _now()
 
-  return on_step, lambda: marks[warmup + steps] - marks[warmup]
+  return on_step, lambda: _span(marks[warmup], marks[warmup + steps])
 
 
 def _config(train_dir, batch, warmup, steps, precision):
@@ -105,9 +115,9 @@ def _batch_clock(warmup, steps):
     def on_train_batch_end(self, batch, logs=None):
       Clock.count += 1
       if Clock.count in (warmup, warmup + steps):
-        marks[Clock.count] = time.perf_counter()
+        marks[Clock.count] = _now()
 
-  return Clock(), lambda: marks[warmup + steps] - marks[warmup]
+  return Clock(), lambda: _span(marks[warmup], marks[warmup + steps])
 
 
 def keras_path(n, batch, warmup, steps, threads, precision="fp32"):
@@ -160,11 +170,11 @@ def bare_step(n, batch, warmup, steps, threads, precision="fp32"):
 
   for _ in range(warmup):
     step().numpy()
-  begin = time.perf_counter()
+  begin = _now()
   for _ in range(steps - 1):
     step()
   step().numpy()  # waits for the queue: the last timed step is done
-  return time.perf_counter() - begin
+  return _span(begin, _now())
 
 
 def peak_gflops(threads, size=2048, repeats=20):

@@ -3,8 +3,9 @@ results.json and the chart.
 
 A group is one (precision, batch size, N); its kinds ran `repeats` rounds, each kind once a
 round. A row holds the median rate, the ratio to v1 (the median of each round's ratio), the
-share of the matmul peak, a global step's milliseconds and, at N = 1, what that step costs over
-the bare step of the same precision and batch size.
+share of the matmul peak, the process's CPU milliseconds per example (median), a global
+step's milliseconds and, at N = 1, what that step costs over the bare step of the same
+precision and batch size.
 """
 
 import json
@@ -15,12 +16,13 @@ LABELS = {"tf2": "TF2", "tf2_central": "TF2 central", "tf2_loop": "TF2 K", "v1":
           "keras_path": "Keras path", "keras_peer": "Keras peer", "bare_step": "bare step"}
 
 HEADER = (f"{'precision':>9} {'batch':>5} {'N':>2} {'kind':>11} {'ex/s':>9} {'/ v1':>6} "
-          f"{'% peak':>7} {'ms/step':>8} {'over bare':>9}")
+          f"{'% peak':>7} {'cpu ms/ex':>9} {'ms/step':>8} {'over bare':>9}")
 
 
-def group_rows(precision, batch, n, rates, flops, peak, bare_ms):
+def group_rows(precision, batch, n, rates, flops, peak, bare_ms, cpu=None):
   """The rows of one group, the bare step first. rates: {kind: [examples/sec, a round
-  each]}; bare_ms: {(precision, batch): the bare step's ms}, filled in here at N = 1."""
+  each]}; bare_ms: {(precision, batch): the bare step's ms}, filled in here at N = 1;
+  cpu: {kind: [the process's CPU ms per example, a round each]} (None: not measured)."""
   rows = []
   for kind in sorted(rates, key=lambda k: k != "bare_step"):  # the yardstick first
     rate = statistics.median(rates[kind])
@@ -37,15 +39,17 @@ def group_rows(precision, batch, n, rates, flops, peak, bare_ms):
     bare = bare_ms.get((precision, batch)) if n == 1 else None
     if kind == "bare_step":
       bare_ms[precision, batch] = bare = step_ms
+    spent = [c for c in (cpu or {}).get(kind, []) if c is not None]
     rows.append({"precision": precision, "batch_size": batch, "n": n, "kind": kind,
                  "examples_per_sec": rate, "runs": rates[kind], "ratio_to_v1": ratio,
+                 "cpu_ms_per_example": statistics.median(spent) if spent else None,
                  "percent_of_peak": 100 * rate * flops / (peak * 1e9), "ms_per_step": step_ms,
                  "ms_over_bare_step": step_ms - bare if bare is not None else None})
   return rows
 
 
-def _cell(value):
-  return "-" if value is None else f"{value:.2f}"
+def _cell(value, digits=2):
+  return "-" if value is None else f"{value:.{digits}f}"
 
 
 def line(row):
@@ -53,7 +57,8 @@ def line(row):
   return (f"{row['precision']:>9} {row['batch_size']:>5} {row['n']:>2} "
           f"{LABELS[row['kind']]:>11} {row['examples_per_sec']:>9.1f} "
           f"{_cell(row['ratio_to_v1']):>6} {row['percent_of_peak']:>6.1f}% "
-          f"{row['ms_per_step']:>8.2f} {_cell(row['ms_over_bare_step']):>9}")
+          f"{_cell(row['cpu_ms_per_example'], 3):>9} {row['ms_per_step']:>8.2f} "
+          f"{_cell(row['ms_over_bare_step']):>9}")
 
 
 def write(folder, run, rows):

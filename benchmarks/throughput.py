@@ -16,7 +16,9 @@ ratio to v1 is the median of each round's ratio (a round runs every kind once).
 Prints the machine (tfbits.machine: CPU, ISA, oneDNN, versions, GPUs), then examples/sec,
 the ratio to v1 (a precision this CPU's kernels are refused, harness.devices.cpu_kernels, is not
 measured: one line says why), the model's FLOP rate as a share of this machine's
-float32 matmul peak (measured in the same run), the milliseconds of a global step and, at
+float32 matmul peak (measured in the same run), the process's CPU milliseconds per example
+(every thread's: the same work at a lower rate means idle cores, more of it means more work),
+the milliseconds of a global step and, at
 N = 1, what each kind's step costs over the bare step (its fixed per-step cost; `-` at N > 1,
 where there is no bare step, and without v1 in --kinds for the ratio). With --out, writes
 results.json (the machine as an object; null for each `-`) and, if matplotlib is installed (`pip
@@ -99,10 +101,11 @@ def _child(spec, values):
   else:
     extra = ({"steps_per_loop": values.steps_per_loop} if kind == "tf2_loop" else
              {"strategy": "central_storage"} if kind == "tf2_central" else {})
-    seconds = getattr(measure, "tf2" if kind.startswith("tf2") else kind)(
+    seconds, cpu = getattr(measure, "tf2" if kind.startswith("tf2") else kind)(
         *run, precision=precision, **extra)
     examples = steps * batch * (1 if kind == "bare_step" else int(n))
-    result = {"examples_per_sec": examples / seconds}
+    result = {"examples_per_sec": examples / seconds,
+              "cpu_ms_per_example": 1000 * cpu / examples}
   print(json.dumps(result))
 
 
@@ -180,14 +183,15 @@ def main(values):
   bare_ms = {}  # (precision, batch): the bare step's milliseconds, the N = 1 yardstick
   for precision, batch, n in groups:
     kinds = [k for k in values.kinds if k != "bare_step" or n == 1]
-    rates = {kind: [] for kind in kinds}
+    rates, cpu = {kind: [] for kind in kinds}, {kind: [] for kind in kinds}
     for r in range(values.repeats):  # rotated, so no kind always runs first or last
       for kind in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
         spec = f"{kind}:{n}:{precision}"
-        rates[kind].append(progress.measured(
-            f"{spec} batch {batch}",
-            lambda spec=spec: _run_child(spec, values, batch))["examples_per_sec"])
-    for row in results.group_rows(precision, batch, n, rates, flops, peak, bare_ms):
+        result = progress.measured(f"{spec} batch {batch}",
+                                   lambda spec=spec: _run_child(spec, values, batch))
+        rates[kind].append(result["examples_per_sec"])
+        cpu[kind].append(result.get("cpu_ms_per_example"))
+    for row in results.group_rows(precision, batch, n, rates, flops, peak, bare_ms, cpu):
       rows.append(row)
       print(results.line(row), flush=True)
   if values.out:

@@ -51,8 +51,9 @@ def test_a_run_prints_and_writes_each_kind_against_v1(tmp_path):
   for row in rows.values():
     assert row["n"] == 1 and row["precision"] == "fp32"
     # The percent of peak is the load's and the CPU's (a busy box measured its matmul peak low
-    # and the bare step at 180%): only that it is a measured, positive figure.
-    assert row["percent_of_peak"] > 0, row
+    # and the bare step at 180%): only that it is a measured, positive figure; so is the
+    # process's CPU time per example.
+    assert row["percent_of_peak"] > 0 and row["cpu_ms_per_example"] > 0, row
   lines = [line for line in result.stdout.splitlines() if line.strip().startswith("fp32")]
   assert len(lines) == 2
   for line, label in zip(lines, (" bare step ", " v1 ")):  # the yardstick first
@@ -72,7 +73,8 @@ def test_what_has_nothing_to_compare_with_is_a_dash_and_null(tmp_path, monkeypat
   # in --kinds no ratio. Before, the table printed `nan` and results.json held NaN, which is
   # not JSON (a strict parser such as JavaScript's JSON.parse refuses the file).
   from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
-  from benchmarks import results, throughput  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from benchmarks import results  # pylint: disable=g-import-not-at-top
+  from benchmarks import throughput  # pylint: disable=g-import-not-at-top
   from tfbits import machine  # pylint: disable=g-import-not-at-top
   where = machine.Machine("Stand-in CPU", 2, ("avx2",), False, "", "2.21.0", "3.15.1")
   rates = {"peak": {"gflops": 100.0, "machine": where.as_dict()},
@@ -99,12 +101,12 @@ def test_what_has_nothing_to_compare_with_is_a_dash_and_null(tmp_path, monkeypat
     assert rows[1, "tf2"]["ms_per_step"] == 20 and rows[1, "tf2"]["ms_over_bare_step"] == 10
     assert rows[2, "tf2"]["ms_per_step"] == 40 and rows[2, "tf2"]["ms_over_bare_step"] is None
     assert rows[1, "tf2"]["ratio_to_v1"] == (0.8 if "v1" in kinds else None)
-  # precision, batch, N, kind, ex/s, / v1, % peak, ms/step, over bare: `-` where nothing
-  # compares.
+  # precision, batch, N, kind, ex/s, / v1, % peak, cpu ms/ex, ms/step, over bare: `-` where
+  # nothing compares (and where the stand-in children measured no CPU time).
   assert tables["tf2,v1,bare_step"][1] == ["fp32", "8", "1", "TF2", "400.0", "0.80", "42.1%",
-                                           "20.00", "10.00"]
+                                           "-", "20.00", "10.00"]
   assert tables["tf2,v1,bare_step"][3] == ["fp32", "8", "2", "TF2", "400.0", "0.80", "42.1%",
-                                           "40.00", "-"]
+                                           "-", "40.00", "-"]
   assert tables["tf2,bare_step"][1][5] == "-" and tables["tf2,bare_step"][2][-1] == "-"
 
 
@@ -115,7 +117,8 @@ def test_every_batch_size_is_measured_in_one_run_with_its_own_steps(tmp_path, mo
   # the bare step's doubled at batch 8 so each batch's "over bare" has its own yardstick.
   import subprocess  # pylint: disable=g-import-not-at-top
   from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
-  from benchmarks import results, throughput  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from benchmarks import results  # pylint: disable=g-import-not-at-top
+  from benchmarks import throughput  # pylint: disable=g-import-not-at-top
   from tfbits import machine  # pylint: disable=g-import-not-at-top
   where = machine.Machine("Stand-in CPU", 2, ("avx2",), False, "", "2.21.0", "3.15.1")
   argv = []
@@ -126,7 +129,7 @@ def test_every_batch_size_is_measured_in_one_run_with_its_own_steps(tmp_path, mo
     kind = spec.split(":")[0]
     rate = {"bare_step": 800.0 * (2 if batch == 8 else 1), "tf2": 400.0, "v1": 500.0}.get(kind)
     out = ({"gflops": 100.0, "machine": where.as_dict()} if kind == "peak"
-           else {"examples_per_sec": rate})
+           else {"examples_per_sec": rate, "cpu_ms_per_example": 2000 / rate})
     return subprocess.CompletedProcess(args, 0, json.dumps(out) + "\n", "")
 
   monkeypatch.setattr(subprocess, "run", child)
@@ -152,6 +155,9 @@ def test_every_batch_size_is_measured_in_one_run_with_its_own_steps(tmp_path, mo
   assert rows[128, 1, "tf2"]["ms_over_bare_step"] == 160
   assert rows[8, 1, "tf2"]["ms_over_bare_step"] == 15
   assert rows[8, 2, "tf2"]["ms_per_step"] == 40 and rows[8, 2, "tf2"]["ratio_to_v1"] == 0.8
+  # The children's CPU time per example (here 2 cores kept busy: 2000 / rate ms), a median.
+  assert rows[8, 2, "tf2"]["cpu_ms_per_example"] == 5
+  assert rows[8, 1, "v1"]["cpu_ms_per_example"] == 4
   lines = [line.split()[:4] for line in capsys.readouterr().out.splitlines()
            if line.startswith("     fp32")]
   assert lines == [["fp32", "128", "1", "bare"], ["fp32", "128", "1", "TF2"],
@@ -167,7 +173,8 @@ def test_the_ratio_to_v1_is_the_median_of_each_rounds_ratio(tmp_path, monkeypatc
   # in the second. The ratio of the two medians (200 / 190 = 1.05) would call TF2 ahead; each
   # round's ratio, its median: 0.91.
   from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
-  from benchmarks import results, throughput  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from benchmarks import results  # pylint: disable=g-import-not-at-top
+  from benchmarks import throughput  # pylint: disable=g-import-not-at-top
   from tfbits import machine  # pylint: disable=g-import-not-at-top
   where = machine.Machine("Stand-in CPU", 2, ("avx2",), False, "", "2.21.0", "3.15.1")
   runs = {"tf2": [100.0, 200.0, 300.0], "v1": [110.0, 190.0, 330.0]}
@@ -193,7 +200,8 @@ def test_the_ratio_to_v1_is_the_median_of_each_rounds_ratio(tmp_path, monkeypatc
 def test_a_precision_the_cpu_is_refused_is_one_line_not_a_run(tmp_path, monkeypatch, capsys):
   # A Xeon with AVX-512 FP16 (faked in the stand-in peak child): fp16 is not measured.
   from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
-  from benchmarks import results, throughput  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from benchmarks import results  # pylint: disable=g-import-not-at-top
+  from benchmarks import throughput  # pylint: disable=g-import-not-at-top
   from tfbits import machine  # pylint: disable=g-import-not-at-top
   where = machine.Machine("Xeon", 2, ("avx512f", "avx512bw", "avx512_fp16"), True, "", "2.21.0",
                           "3.15.1")
@@ -269,7 +277,8 @@ def test_nodeterministic_reaches_every_measurement(monkeypatch):
   import subprocess  # pylint: disable=g-import-not-at-top
   from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
   from benchmarks import measure  # pylint: disable=g-import-not-at-top
-  from benchmarks import results, throughput  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from benchmarks import results  # pylint: disable=g-import-not-at-top
+  from benchmarks import throughput  # pylint: disable=g-import-not-at-top
   from cifar10 import config  # pylint: disable=g-import-not-at-top
   from strategies import devices  # pylint: disable=g-import-not-at-top
   fv = absl_flags.FlagValues()
