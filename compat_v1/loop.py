@@ -16,8 +16,8 @@ import os
 from absl import logging
 import tensorflow as tf
 
-from cifar10 import devices as device_plan
 from cifar10 import checkpoints
+from cifar10 import devices as device_plan
 from cifar10 import model
 from cifar10 import precision
 from compat_v1 import inputs

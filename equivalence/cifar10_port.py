@@ -13,8 +13,8 @@ the bit.
 import keras
 import tensorflow as tf
 
-from cifar10 import devices as device_plan
 from cifar10 import data_sources as sources
+from cifar10 import devices as device_plan
 from cifar10 import input_pipeline as ip
 from cifar10 import losses
 from cifar10 import model

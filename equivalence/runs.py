@@ -20,10 +20,10 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from cifar10 import devices as device_plan
 from cifar10 import checkpoints
 from cifar10 import config
 from cifar10 import data_sources as sources
+from cifar10 import devices as device_plan
 from cifar10 import input_pipeline as ip
 from cifar10 import losses
 from cifar10 import model
