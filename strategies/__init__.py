@@ -4,8 +4,8 @@
   python -m strategies.eval --checkpoint_dir=/tmp/cifar10_train --dataset=synthetic --run_once
 
 train -> devices (set-up, get_strategy) -> loop (or cluster_loop: harness.control.driver backends)
--> step (the compiled step over the variables of state), fed by inputs, summarised with
-histograms; eval -> evaluator; launch; export -> saved_model (the SavedModel); predict ->
-classify; sample_images (a split's examples as PNG files). compat_v1 has the same files for the same
-jobs; this package never imports it.
+-> step (the compiled step over the variables of state, their EMA in shadows), fed by inputs,
+summarised with histograms; eval -> evaluator; launch; export -> saved_model (the SavedModel);
+predict -> classify; sample_images (a split's examples as PNG files). compat_v1 has the same
+files for the same jobs; this package never imports it.
 """

@@ -18,6 +18,7 @@ from tensorflow.python.distribute import sharded_variable  # pylint: disable=g-d
 from cifar10 import losses
 from cifar10 import model
 from cifar10 import precision
+from strategies import shadows
 
 
 class TrainingState:
@@ -30,11 +31,6 @@ class TrainingState:
     with strategy.scope():
       self.params = {n: tf.Variable(values[n], name=n) for n in model.VARIABLE_NAMES}
       self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-      self.ema = tf.train.ExponentialMovingAverage(moving_average_decay,
-                                                   num_updates=self.global_step)
-      # Shadows must be created eagerly under the scope; inside tf.function EMA cannot. Each
-      # shard's shadow is colocated with the shard (never partitioned again).
-      self.ema.apply(self.shards)
       # The original's loss averages, for summaries only: not checkpointed (a resumed run
       # starts them at 0 again, as the original's did).
       self.loss_averages = {n: tf.Variable(0.0, trainable=False, name=n + "/avg")
@@ -44,11 +40,14 @@ class TrainingState:
                                  name="loss_scale")
         self.good_steps = tf.Variable(0, dtype=tf.int64, trainable=False,
                                       name="loss_scale_good_steps")
+    # The EMA of every shard (strategies.shadows: one copy under MirroredStrategy).
+    self.shadows = shadows.Shadows(strategy, self.shards, moving_average_decay,
+                                   self.global_step)
     # A stop request (SIGTERM, Ctrl-C) that arrives during a call of many steps: set from
     # another thread (harness.control.signals), read by the call before each of its later steps.
     # This process's own, outside the strategy: never mirrored, never checkpointed.
     self.stop_flag = tf.Variable(0.0, trainable=False, name="stop_requested")
-    self.averages = {n: _join(v, [self.ema.average(s) for s in _parts(v)])
+    self.averages = {n: _join(v, [self.shadows.of(s) for s in _parts(v)])
                      for n, v in self.params.items()}
 
   @property
@@ -70,13 +69,12 @@ class TrainingState:
     self.stop_flag.assign(1.0)
 
   def apply_ema(self):
-    with self.strategy.scope():  # EMA looks its shadows up by the scoped variables.
-      self.ema.apply(self.shards)
+    self.shadows.apply()
 
   @tf.function(autograph=False)  # nothing here branches on a tensor: no conversion to pay
   def all_finite(self):
     """Whether every weight and moving average is finite (checked before every save)."""
-    return precision.all_finite(self.shards + [self.ema.average(s) for s in self.shards])
+    return precision.all_finite(self.shards + self.shadows.copies)
 
   def checkpoint(self):
     """Weights, EMA shadows, global step and a dynamic loss scale's state. Plain SGD has no
