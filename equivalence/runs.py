@@ -162,26 +162,6 @@ def v1_train(n, seed, steps, per_replica_batch, decay_steps, **overrides):
       _devices(n), _v1_session(n), on_step=on_step), "equivalence-v1-")
 
 
-def keras_train(n, seed, steps, per_replica_batch, decay_steps):
-  """`steps` steps of Keras `fit` (examples.keras_model) under MirroredStrategy.
-
-  No EMA (Keras keeps none); the losses are fit's per-step loss, the running mean of the
-  epoch, so only the first equals the trainers' loss of that step.
-  """
-  from examples import keras_model  # pylint: disable=g-import-not-at-top  # imports keras
-  strategy = tf2_devices.get_strategy("mirrored", _devices(n))
-  net = keras_model.build(strategy, seed=seed, decay_steps=decay_steps)
-  stream = ip.train_dataset(sources.synthetic_source(seed), seed=seed,
-                            global_batch_size=per_replica_batch * n)
-  lrs = []  # the rate of each step, read before the step (at the optimizer's step count)
-  record = keras_model.keras.callbacks.LambdaCallback(
-      on_train_batch_begin=lambda *_, **__: lrs.append(float(net.optimizer.learning_rate)))
-  history = net.fit(stream, steps_per_epoch=1, epochs=steps, verbose=0, callbacks=[record],
-                    shuffle=False)
-  return RunResult({name: v.numpy() for name, v in net.params.items()}, lrs,
-                   history.history["loss"], int(net.optimizer.iterations.numpy()))
-
-
 def multi_worker_train(workers, seed, steps, per_replica_batch):
   """`strategies.train --strategy=multi_worker_mirrored` on `workers` local processes.
 

@@ -21,11 +21,31 @@ from examples import keras_model
 from tests import helpers
 
 
+def _keras_train(n, seed, steps, per_replica_batch, decay_steps):
+  """`steps` steps of Keras `fit` (examples.keras_model) under MirroredStrategy, as
+  equivalence.runs.RunResult (beside runs.tf2_train).
+
+  No EMA (Keras keeps none); the losses are fit's per-step loss, the running mean of the
+  epoch, so only the first equals the trainers' loss of that step.
+  """
+  strategy = tf2_devices.get_strategy("mirrored", [f"/cpu:{i}" for i in range(n)])
+  net = keras_model.build(strategy, seed=seed, decay_steps=decay_steps)
+  stream = ip.train_dataset(sources.synthetic_source(seed), seed=seed,
+                            global_batch_size=per_replica_batch * n)
+  lrs = []  # the rate of each step, read before the step (at the optimizer's step count)
+  record = keras_model.keras.callbacks.LambdaCallback(
+      on_train_batch_begin=lambda *_, **__: lrs.append(float(net.optimizer.learning_rate)))
+  history = net.fit(stream, steps_per_epoch=1, epochs=steps, verbose=0, callbacks=[record],
+                    shuffle=False)
+  return runs.RunResult({name: v.numpy() for name, v in net.params.items()}, lrs,
+                        history.history["loss"], int(net.optimizer.iterations.numpy()))
+
+
 @pytest.mark.parametrize("replicas", [1, 2])
 def test_fit_steps_equal_custom_loop_steps(replicas):
   # 3 steps across two learning-rate decays (decay_steps=1): the schedule is the same too.
   kwargs = dict(n=replicas, seed=5, steps=3, per_replica_batch=8, decay_steps=1)
-  fit, loop = runs.keras_train(**kwargs), runs.tf2_train(**kwargs)
+  fit, loop = _keras_train(**kwargs), runs.tf2_train(**kwargs)
   assert fit.global_step == loop.global_step == 3
   np.testing.assert_allclose(fit.learning_rates, loop.learning_rates, rtol=0)
   assert fit.losses[0] == pytest.approx(loop.losses[0], rel=1e-6)
