@@ -154,3 +154,28 @@ def test_a_worker_of_two_gpus_feeds_each_replica_its_own_batch(worker):
       x, y = next(elements)
       np.testing.assert_array_equal(x.numpy(), images[rows].numpy())
       np.testing.assert_array_equal(y.numpy(), labels[rows].numpy())
+
+
+def test_the_loops_steps_capture_their_iterator_and_are_compiled_once_per_iterator():
+  # Passed as an argument, a distributed iterator is flattened and matched against the traced
+  # signature on every call (0.35-0.6 ms of each measured at 2 and 4 replicas); captured, a
+  # call takes the stop flag alone (and the steps' count).
+  strategy = tf2_devices.get_strategy("mirrored", _devices(2))
+  trainer = Trainer(strategy, seed=9, decay_steps=100)
+  stream = ip.train_dataset(sources.synthetic_source(9), seed=9, global_batch_size=GLOBAL_BATCH)
+  iterator = iter(strategy.experimental_distribute_dataset(stream))
+  for _ in range(3):
+    trainer.train_step(iterator, record=False)
+  trainer.train_steps(iterator, 2)
+  recording, quiet, steps = trainer.compiled_over(iterator)
+  assert quiet.experimental_get_tracing_count() == steps.experimental_get_tracing_count() == 1
+  assert recording.experimental_get_tracing_count() == 0  # no step recorded yet
+  signature = quiet.get_concrete_function(tf.constant(0.0)).structured_input_signature
+  assert [spec.dtype for spec in signature[0]] == [tf.float32] and not signature[1]
+  assert int(trainer.global_step.numpy()) == 5
+  # Another iterator (a resumed run's) gets steps of its own; the first iterator's are kept
+  # no longer.
+  other = iter(strategy.experimental_distribute_dataset(stream))
+  trainer.train_step(other, record=False)
+  assert trainer.compiled_over(other)[1] is not quiet
+  assert int(trainer.global_step.numpy()) == 6
