@@ -57,17 +57,19 @@ def distributed_input(config, strategy, source, start, per_replica=None):
 
 def pipeline_threads(pipelines, cores=None):
   """The thread pool size of each of `pipelines` pipelines on this host's `cores` (its
-  usable cores by default), or None for tf.data's own (one thread per core).
+  usable cores by default): an equal share of the cores, at least one thread; None (tf.data's
+  own, one thread per core) for a pipeline that has the host to itself.
 
   tf.data gives every pipeline a pool of one thread per core, so N replicas' pipelines ran N x
-  cores threads beside the step's own. Measured on 2 cores (BENCHMARKS.md), one thread each
-  at N = 4: 1.6-6.3% more examples/sec and 1.4-6.5% less CPU per example in four pairs of
-  runs; at N = 2, one thread each was no better (two of four pairs slower), so the pools are
-  capped only above 2 x cores threads in all. Threads decide when an element is made, not
-  what it is (every draw is stateless, the map deterministic): the same batches.
+  cores threads beside the step's own. Measured on 2 cores (BENCHMARKS.md), one thread each:
+  at N = 4, 1.6-6.3% more examples/sec and 1.4-6.5% less CPU per example in four pairs of
+  runs; at N = 2, batch 8, 3.2-14.6% more examples/sec and 1.7-12.9% less CPU in four pairs
+  (batch 128: +0.8% in the median of four, three of them faster). Threads decide when an
+  element is made, not what it is (every draw is stateless, the map deterministic): the same
+  batches.
   """
   cores = cores or len(os.sched_getaffinity(0))
-  threads = max(1, 2 * cores // pipelines)
+  threads = max(1, cores // pipelines)
   return threads if threads < cores else None
 
 
