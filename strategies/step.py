@@ -211,11 +211,11 @@ class Trainer(state.TrainingState):
 
     Passed as an argument, a distributed iterator (N iterators and their type specs) is
     flattened and matched against the traced signature on every call: 0.35-0.6 ms of each at
-    2 and 4 replicas (measured; BENCHMARKS.md), more than a tenth of a step where steps are
-    cheap. Compiled once per iterator (a run has one). The quiet step returns nothing for
-    summaries: the activations and gradients it would return (19 MB at batch 128) cost a copy
-    out of the function on every step. The functions keep the methods' names, which the
-    profiler shows (benchmarks.profile_ops reads them)."""
+    2 and 4 replicas (measured; BENCHMARKS.md), ~3% of a step at batch 8, N = 2. Compiled
+    once per iterator (a run has one). The quiet step returns nothing for summaries: the
+    activations and gradients it would return (19 MB at batch 128) cost a copy out of the
+    function on every step. The functions keep the methods' names, which the profiler shows
+    (benchmarks.profile_ops reads them)."""
     if self._compiled is None or self._compiled[0] is not iterator:
       def _recording_step(stop):
         return self._step(iterator, stop, record=True)
