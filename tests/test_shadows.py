@@ -54,3 +54,13 @@ def test_one_copy_is_tfs_mirrored_ema_to_the_bit(ema_reads, monkeypatch):
   for name in model.VARIABLE_NAMES:
     np.testing.assert_array_equal(one[name], mirrored[name], err_msg=name)
     assert not np.array_equal(one[name], initial[name]), name  # they moved
+
+
+def test_the_one_copy_lives_on_the_first_replicas_device_whatever_it_is():
+  # On GPUs the first replica's device is /gpu:0 (beside that GPU's weights, which the update
+  # reads); driven here with replicas that do not start at /cpu:0, so the copy follows the
+  # strategy's first device rather than the host's.
+  strategy = tf2_devices.get_strategy("mirrored", ["/cpu:2", "/cpu:3"])
+  trainer = Trainer(strategy, seed=7, decay_steps=2)
+  for name, shadow in trainer.averages.items():
+    assert shadow.device.endswith("device:CPU:2"), (name, shadow.device)
