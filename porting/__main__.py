@@ -110,16 +110,23 @@ def main(values, args):
   # TensorFlow's Python log is not the kit's screen (the report and one line are): its
   # per-variable "Reduce to /cpu:0" INFO lines after the report, the "Error reported to
   # Coordinator" traceback before the kit's line for a replica loss that raises, the
-  # saver's absl lines. Set back after a run in this process; left quiet after a failure,
-  # so that the error line stays the last line (a failed restore leaves tf.train.Checkpoint
-  # objects whose clean-up at exit logs ~20 "unrestored values" warnings).
+  # saver's absl lines. Quiet while the kit runs, and set back however it ends: a caller in
+  # the same process keeps its warnings (the command line quiets them again for its exit,
+  # command_line).
+  loggers = quiet_python_logs()
+  try:
+    return _run(values, command, paths)
+  finally:
+    for name, level in loggers.items():
+      logging.getLogger(name).setLevel(level)
+
+
+def quiet_python_logs():
+  """TensorFlow's and absl's Python loggers quiet (errors only); returns their levels."""
   loggers = {name: logging.getLogger(name).level for name in ("tensorflow", "absl")}
   logging.getLogger("tensorflow").setLevel(logging.CRITICAL)
   logging.getLogger("absl").setLevel(logging.ERROR)
-  result = _run(values, command, paths)
-  for name, level in loggers.items():  # not on a failure: that leaves it quiet at exit
-    logging.getLogger(name).setLevel(level)
-  return result
+  return loggers
 
 
 def _run(values, command, paths):
@@ -253,8 +260,13 @@ def command_line():
     try:
       sys.exit(main(flags.FLAGS, argv[1:]) or 0)
     except PortError as e:
+      # Quiet to the end, so that the error line stays the last line: a failed restore
+      # leaves tf.train.Checkpoint objects whose clean-up at exit logs ~20 "unrestored
+      # values" warnings.
+      quiet_python_logs()
       fail(str(e))
     except KeyboardInterrupt:
+      quiet_python_logs()
       fail("interrupted", status=130)
 
   app.run(run, flags_parser=parse)

@@ -243,3 +243,14 @@ def test_one_replica_needs_no_device_configuration_once_tensorflow_has_started()
   result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=helpers.env(), timeout=120, cwd=helpers.REPO)
   assert result.returncode == 0 and result.stdout == "['/cpu:0']\n", result.stderr[-2000:]
+
+
+def test_a_failed_run_in_process_leaves_the_callers_log_levels_as_they_were():
+  """The kit quiets TensorFlow's and absl's Python loggers while it runs. A failure left them
+  quiet for the rest of the process (meant for the exit), so a caller's later warnings
+  vanished: in this suite, a worker's later test lost the absl warning it asserted."""
+  import logging  # pylint: disable=g-import-not-at-top
+  levels = {name: logging.getLogger(name).level for name in ("tensorflow", "absl")}
+  result = helpers.call("porting.__main__", *PORT, "tf2_to_tf1", "/nonexistent/ckpt-1", "/tmp/x")
+  assert result.returncode == 2
+  assert {name: logging.getLogger(name).level for name in levels} == levels
