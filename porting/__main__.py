@@ -21,14 +21,13 @@ it is not; every failure is one line, exit 2.
 import importlib
 import logging
 import os
-import re
 import sys
-import traceback
 
 from absl import app
 from absl import flags
 
 from tfbits import filesystems
+from porting import errors
 from porting.errors import PortError
 
 COMMANDS = ("compare", "record", "tf1_to_tf2", "tf2_to_tf1")
@@ -167,45 +166,12 @@ def _run(values, command, paths):
     if alone:
       print(f"carried from {values.tf1_checkpoint}: {', '.join(alone)}")
   except SystemExit as e:  # the team's module or tower code exited: there is no verdict
-    raise PortError(_where(e, f"exited (sys.exit({e.code!r}))") + "; no comparison ran "
+    raise PortError(errors.one_line(e, f"exited (sys.exit({e.code!r}))") + "; no comparison ran "
                      "to its end") from None
   except PortError:
     raise
   except Exception as e:  # pylint: disable=broad-except  # the team's own code failed
-    raise PortError(_where(e)) from None
-
-
-# TensorFlow 1.15's Python lives in tensorflow_core.
-_LIBRARIES = tuple(os.sep + p + os.sep for p in ("tensorflow", "tensorflow_core", "keras",
-                                                    "tf_keras", "absl"))
-_KIT = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
-def _where(error, did=None):
-  """One line for an exception the port's own code raised: what, and the innermost line of
-  the team's code (outside TensorFlow, Keras and this kit). Inside a tf.function, autograph
-  puts the original frames into the message ('in user code: File "...", line N ...')."""
-  text = str(error)
-  frames = [(f.filename, f.lineno) for f in traceback.extract_tb(error.__traceback__)]
-  frames += [(f, int(n)) for f, n in re.findall(r'File "([^"]+)", line (\d+)', text)]
-  outside = [(f, n) for f, n in frames
-             if not any(p in f for p in _LIBRARIES) and "__autograph_generated" not in f]
-  ours = [(f, n) for f, n in outside if not os.path.abspath(f).startswith(_KIT)]
-  at = f" at {ours[-1][0]}:{ours[-1][1]}" if ours else ""
-  lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-  message = lines[-1][:300] if lines else ""
-  name = type(error).__name__
-  if did is not None:
-    return f"the port {did}{at}"
-  if message.startswith(name + ": ") or re.match(r"\w+Error: ", message):
-    name, message = message.split(": ", 1)
-  if outside and outside[-1] not in ours:  # raised in the kit's own code, not the team's
-    kit_file, line = outside[-1]
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top  # imported by now
-    return (f"the kit failed: {name} at {os.path.relpath(kit_file, os.path.dirname(_KIT[:-1]))}:"
-            f"{line}: {message} (a fault of porting on TensorFlow {tf.__version__}, not of "
-            "the port)")
-  return f"the port raised {name}{at}: {message}"
+    raise PortError(errors.one_line(e)) from None
 
 
 HELP = {"-h", "-?", "--help", "--helpshort", "--helpfull"}

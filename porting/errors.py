@@ -1,4 +1,9 @@
-"""The kit's one error: a port it cannot compare or convert, said in one line."""
+"""The kit's one error: a port it cannot compare or convert, said in one line; and the line
+for an exception the port's own code (or the kit) raised."""
+
+import os
+import re
+import traceback
 
 from tfbits.errors import OneLineError
 
@@ -6,3 +11,36 @@ from tfbits.errors import OneLineError
 class PortError(OneLineError):
   """The message names what is wrong and, where there is one, the way out (the command lines
   print it as one line and exit 2)."""
+
+
+# TensorFlow 1.15's Python lives in tensorflow_core.
+_LIBRARIES = tuple(os.sep + p + os.sep for p in ("tensorflow", "tensorflow_core", "keras",
+                                                    "tf_keras", "absl"))
+_KIT = os.path.dirname(os.path.abspath(__file__)) + os.sep  # this package's folder
+
+
+def one_line(error, did=None):
+  """One line for an exception the port's own code raised: what, and the innermost line of
+  the team's code (outside TensorFlow, Keras and this kit). Inside a tf.function, autograph
+  puts the original frames into the message ('in user code: File "...", line N ...')."""
+  text = str(error)
+  frames = [(f.filename, f.lineno) for f in traceback.extract_tb(error.__traceback__)]
+  frames += [(f, int(n)) for f, n in re.findall(r'File "([^"]+)", line (\d+)', text)]
+  outside = [(f, n) for f, n in frames
+             if not any(p in f for p in _LIBRARIES) and "__autograph_generated" not in f]
+  ours = [(f, n) for f, n in outside if not os.path.abspath(f).startswith(_KIT)]
+  at = f" at {ours[-1][0]}:{ours[-1][1]}" if ours else ""
+  lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+  message = lines[-1][:300] if lines else ""
+  name = type(error).__name__
+  if did is not None:
+    return f"the port {did}{at}"
+  if message.startswith(name + ": ") or re.match(r"\w+Error: ", message):
+    name, message = message.split(": ", 1)
+  if outside and outside[-1] not in ours:  # raised in the kit's own code, not the team's
+    kit_file, line = outside[-1]
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top  # imported by now
+    return (f"the kit failed: {name} at {os.path.relpath(kit_file, os.path.dirname(_KIT[:-1]))}:"
+            f"{line}: {message} (a fault of porting on TensorFlow {tf.__version__}, not of "
+            "the port)")
+  return f"the port raised {name}{at}: {message}"

@@ -55,13 +55,13 @@ def test_a_difference_beyond_rounding_is_the_ports_not_the_runtimes():
 
 
 def test_a_fault_in_the_kits_own_code_is_the_kits_not_the_ports(monkeypatch):
-  from porting import __main__ as cli  # pylint: disable=g-import-not-at-top
+  from porting import errors  # pylint: disable=g-import-not-at-top
   from porting import devices  # pylint: disable=g-import-not-at-top
   monkeypatch.setattr(devices, "physical_devices", None)  # as an API 1.15 lacks
   try:
     devices.replica_devices(1)
   except TypeError as error:
-    line = cli._where(error)  # pylint: disable=protected-access
+    line = errors.one_line(error)
   assert line.startswith("the kit failed: TypeError at porting/devices.py:"), line
   assert "not of the port" in line
 
