@@ -16,9 +16,11 @@ What Keras's BatchNormalization does otherwise:
                             zero_debias=True, update_from="last_tower")
 
 The forward pass is TF1's: tf.nn.moments over every axis but the last, then
-tf.nn.batch_normalization. Its variables are created in TF1's order: beta, gamma (as
-center/scale say), moving_mean, moving_variance, then each statistic's `biased` and
-`local_step` where zero-debiased (porting pairs them by shape and order).
+tf.nn.batch_normalization. Its variables are created in the order of
+tf.contrib.layers.batch_norm's own path: beta, gamma (as center/scale say), moving_mean,
+moving_variance, then each statistic's `biased` and `local_step` where zero-debiased.
+tf.layers' batch norm (and tf_slim's by default) makes gamma before beta; porting pairs
+them by shape and order, each role with its own (gamma with gamma: porting.matching).
 """
 
 import keras

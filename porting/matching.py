@@ -10,7 +10,11 @@ Each side is a list of (name, shape) in creation order. A pair is made, in this 
    ('sequential/conv2d/kernel' and 'conv2d/kernel');
 3. by shape and creation order: what is left on both sides, when both list the same sequence
    of shapes (a port that creates its layers in the TF1 order, as Keras layers do); where the
-   sequences differ, only shapes that occur once on each side.
+   sequences differ, only shapes that occur once on each side. Never a pair whose names say
+   two different roles (a batch norm's gamma and beta have one shape, and which comes first
+   depends on the code path: tf.layers' and tf_slim's default make gamma first,
+   tf.contrib.layers.batch_norm's own path and porting.TF1BatchNorm beta): where the order
+   would pair them so, each role's variables pair in order among themselves.
 Anything left over is a PortError naming every unmatched variable of both sides: a partial
 comparison would pass a port that lost a variable.
 """
@@ -50,15 +54,17 @@ def match(tf1, tf2, explicit=None):
   left1 = [n for n in tf1_shapes if n not in pairs]
   taken = set(pairs.values())
   left2 = [n for n in tf2_shapes if n not in taken]
-  if [tf1_shapes[n] for n in left1] == [tf2_shapes[n] for n in left2]:
-    pairs.update(zip(left1, left2))
+  ordered = _in_order(left1, left2, tf1_shapes, tf2_shapes)
+  if ordered is not None:
+    pairs.update(ordered)
     left1 = left2 = []
   else:  # what differs in number: pair only the shapes that occur once on each side
     shapes1 = [tf1_shapes[n] for n in left1]
     shapes2 = [tf2_shapes[n] for n in left2]
     for a in list(left1):
       shape = tf1_shapes[a]
-      if shapes1.count(shape) == 1 and shapes2.count(shape) == 1:
+      if shapes1.count(shape) == 1 and shapes2.count(shape) == 1 and not _apart(
+          a, left2[shapes2.index(shape)]):
         b = left2[shapes2.index(shape)]
         pairs[a] = b
         left1.remove(a)
@@ -75,6 +81,42 @@ def match(tf1, tf2, explicit=None):
         f"TF2 {', '.join(f'{n} {list(tf2_shapes[n])}' for n in left2) or 'none'}"
         + _batch_norm_setting(left1, left2) + _debias_state(left1, left2))
   return [(a, pairs[a]) for a in tf1_shapes]
+
+
+# What a variable is in its layer, by the last part of its name, as TF1 (tf.layers, tf_slim,
+# tf.contrib) and Keras name it; other names have no role and pair by shape and order only.
+# A kernel is a kernel whatever its kind (Keras 3 names a DepthwiseConv2D's `kernel`, tf_slim
+# `depthwise_weights`); their shapes tell the kinds apart.
+_ROLES = {"gamma": "scale", "scale": "scale", "beta": "offset", "offset": "offset",
+          "moving_mean": "mean", "moving_variance": "variance", "bias": "bias", "biases": "bias",
+          **{k: "kernel" for k in ("kernel", "weights", "depthwise_kernel", "depthwise_weights",
+                                   "pointwise_kernel", "pointwise_weights")}}
+
+
+def _role(name):
+  return _ROLES.get(name.rsplit("/", 1)[-1])
+
+
+def _apart(a, b):
+  """Whether the two names say different roles (gamma against beta)."""
+  return None not in (_role(a), _role(b)) and _role(a) != _role(b)
+
+
+def _in_order(left1, left2, tf1_shapes, tf2_shapes):
+  """What is left, paired in creation order where both sides list the same shapes: each
+  position's pair, or where that pairs two roles, each role's variables of a shape in order
+  among themselves. None where neither pairs all of them."""
+  if [tf1_shapes[n] for n in left1] != [tf2_shapes[n] for n in left2]:
+    return None
+  if not any(_apart(a, b) for a, b in zip(left1, left2)):
+    return dict(zip(left1, left2))
+  groups1, groups2 = {}, {}
+  for names, shapes, groups in ((left1, tf1_shapes, groups1), (left2, tf2_shapes, groups2)):
+    for n in names:
+      groups.setdefault((_role(n), shapes[n]), []).append(n)
+  if {k: len(v) for k, v in groups1.items()} != {k: len(v) for k, v in groups2.items()}:
+    return None
+  return {a: b for key, names in groups1.items() for a, b in zip(names, groups2[key])}
 
 
 def _by_name(tf1_shapes, tf2_shapes, pairs):
