@@ -88,6 +88,20 @@ def _no_regularization(model, images, labels, global_batch_size):
   return tf.nn.compute_average_loss(per_example, global_batch_size=global_batch_size), logits
 
 
+def _towers_loss_without_regularization(model, images, labels, global_batch_size):
+  del global_batch_size
+  logits = model(images, training=True)
+  per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+  return tf.reduce_mean(per_example), logits
+
+
+def _towers_loss_regularization_scaled(model, images, labels, global_batch_size):
+  """TF2's idiom of the regularization (1/N on each replica) where the gradients are averaged:
+  what a port gets following advice meant for summed gradients."""
+  loss, logits = _towers_loss_without_regularization(model, images, labels, global_batch_size)
+  return loss + tf.nn.scale_regularization_loss(tf.add_n(model.losses)), logits
+
+
 def _towers_loss(model, images, labels, global_batch_size):
   """The port written as the towers' loss: the mean over the replica's own examples plus the
   whole regularization (for gradient_reduction="mean")."""
@@ -161,7 +175,18 @@ WRONG = {
     "regularization_n_times": (dict(replica_loss=_regularization_per_replica), 4,
                                "regularization is counted 2 times"),
     "regularization_missing": (dict(replica_loss=_no_regularization), 4,
-                               "regularization is missing"),
+                               "regularization is missing from the TF2 loss (its gradient is "
+                               "all that differs): add the model's losses (model.losses), "
+                               "scaled by tf.nn.scale_regularization_loss"),
+    # Where the replicas' gradients are averaged, the advice is the towers' whole penalty
+    # (it was the scaled one, and following it the kit named a penalty "in the TF1 loss only").
+    "regularization_missing_averaged": (
+        dict(replica_loss=_towers_loss_without_regularization, gradient_reduction="mean"), 4,
+        "regularization is missing from the TF2 loss (its gradient is all that differs): add "
+        "the model's losses as they are"),
+    "regularization_scaled_averaged": (
+        dict(replica_loss=_towers_loss_regularization_scaled, gradient_reduction="mean"), 4,
+        "the regularization is 1/2 of the towers' in the TF2 loss"),
     "decay_steps": (dict(tf1_optimizer=_decay_per_step, tf2_optimizer=_decay_every_two_steps),
                     4, "the learning rate differs from step 1 (TF1 0.05, TF2 0.1)"),
     "fused_batch_norm": (dict(tower_loss=functools.partial(m.tower_loss, fused=True)), 4,

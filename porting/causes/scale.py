@@ -45,7 +45,8 @@ def gradient_scale(obs):
 
 
 def regularization(obs):
-  """The TF2 gradients off TF1's by (N - 1) x or -1 x the regularization's gradient."""
+  """The TF2 gradients off TF1's by (N - 1) x, -1 x or, where the replicas' gradients are
+  averaged, (1/N - 1) x the regularization's gradient."""
   reg, n = obs.first1.regularization, obs.n
   if not reg or obs.scaled:
     return []
@@ -58,10 +59,20 @@ def regularization(obs):
     return [f"the regularization is counted {n} times: each replica adds the whole "
             "regularization loss; add tf.nn.scale_regularization_loss(...) of it "
             "(1/N on each replica)"]
+  averaged = obs.reduction == "mean"
   if _close(delta_against(-1)):
     return ["the regularization is missing from the TF2 loss (its gradient is all "
-            "that differs): add the model's losses (model.losses), scaled by "
-            "tf.nn.scale_regularization_loss"]
+            "that differs): " + (
+                "add the model's losses as they are (tf.add_n(model.losses)): the replicas' "
+                "gradients are averaged (gradient_reduction='mean'), so each replica's loss "
+                "carries the whole regularization, as each tower's did" if averaged else
+                "add the model's losses (model.losses), scaled by "
+                "tf.nn.scale_regularization_loss")]
+  if n > 1 and averaged and _close(delta_against((1 - n) / n)):
+    return [f"the regularization is 1/{n} of the towers' in the TF2 loss: it is scaled by 1/N "
+            "(tf.nn.scale_regularization_loss) and the replicas' gradients are averaged "
+            "(gradient_reduction='mean'), which divides by N again; add the model's losses "
+            "as they are (tf.add_n(model.losses))"]
   return []
 
 
