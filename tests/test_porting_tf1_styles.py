@@ -155,3 +155,17 @@ def test_a_batch_norm_scaled_on_one_side_only_is_named_by_its_setting():
   assert line.endswith("(a batch norm with scale=True on the TF2 side only: tf.layers' and "
                        "Keras's BatchNormalization default to scale=True and center=True, "
                        "tf_slim's batch_norm to scale=False; set them alike)"), line
+
+
+@pytest.mark.slow
+def test_the_legacy_layers_deprecation_stays_off_the_kits_screen():
+  """tf_slim's layers (TensorFlow's legacy tf.layers) warn that `layer.apply` is deprecated:
+  two lines of UserWarning before every report of a tf_slim or tf.layers port."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  from tests import helpers  # pylint: disable=g-import-not-at-top
+  result = subprocess.run(
+      [sys.executable, "-m", "porting", "--port=tests.slim_style_port:port",
+       "--batches=tests.slim_style_port:batches", "--replicas=1", "--steps=1", "compare"],
+      capture_output=True, text=True, timeout=240, env=helpers.env(), cwd=helpers.REPO)
+  assert result.stdout.rstrip().endswith("EQUAL"), result.stdout[-2000:] + result.stderr
+  assert "Warning" not in result.stderr and "warn(" not in result.stderr, result.stderr

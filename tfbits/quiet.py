@@ -34,7 +34,9 @@ higher brings everything back):
 - Its deprecation notices ("From .../compat_v1/step.py:134: SyncReplicasOptimizer.__init__
   ... is deprecated and will be removed", three lines each, per process): the TF1 trainer
   uses those APIs on purpose, it is what it ports; they are WARNING records of TensorFlow's
-  `deprecation` module, dropped by the same filter.
+  `deprecation` module, dropped by the same filter. So is the Python warning of TensorFlow's
+  legacy layers that `layer.apply` is deprecated (tf.layers, tf_slim: the TF1 code the
+  porting kit holds; two lines before its report).
 
 Warnings and errors of TensorFlow's own, and every line of this project's, still show.
 """
@@ -49,6 +51,7 @@ import re
 import subprocess
 import sys
 import threading
+import warnings
 
 # Native lines of `import tensorflow` that describe the build or the absence of a GPU. A line
 # matching none of them is shown.
@@ -241,6 +244,7 @@ def install(verbose):
   # fontManager"), which absl's handler printed as one of the benchmark's own lines.
   logging.getLogger("matplotlib").setLevel(logging.WARNING)
   tf_logger.addFilter(_TensorFlowInfo())  # its deprecation notices go through this logger
+  warnings.filterwarnings("ignore", message="`layer.apply` is deprecated", category=UserWarning)
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # read when TensorFlow starts
   if "tensorflow" not in sys.modules and not any(isinstance(f, _FirstImport)
                                                  for f in sys.meta_path):
