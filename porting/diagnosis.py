@@ -148,5 +148,17 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers_, reduction="
         f"{first.diff.max_rel:.3g} relative") + "; compare fewer steps, one tower, or " + (
             "TF_ENABLE_ONEDNN_OPTS=0 on this side (the record's TensorFlow chose its own)"
             if "recorded" in tf1.facts else "TF_ENABLE_ONEDNN_OPTS=0 on both sides") +
-        " to narrow it")
+        " to narrow it" + _fused_first(obs))
   return hints
+
+
+def _fused_first(obs):
+  """Where TF1's batch norm is fused and its cause did not fit (step 0 more than rounding
+  apart, which a fused kernel's sums can be where they cancel, or another fault beside it):
+  said as what it is, not as the cause."""
+  if not obs.tf1.facts.get("fused_batch_norm"):
+    return ""
+  return ("; TF1's batch norm is fused (FusedBatchNorm, its own rounding; step 0 is up to "
+          f"{obs.worst(obs.table, 0):.2g} relative apart, more than the fused-kernel cause "
+          "is named for): compare with fused=False on the TF1 side first, to see whether "
+          "anything else differs")
