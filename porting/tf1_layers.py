@@ -78,6 +78,12 @@ def slim():
         sys.modules[_LEGACY + suffix] = importlib.import_module(_LEGACY_AT + suffix)
     except ImportError:
       pass  # no tf_keras: tf_slim's import says so, below
+  # tf_slim 1.1 tests `isinstance(x, ops.Tensor)` (its smart_cond: batch_norm with
+  # updates_collections=None, the in-place updates of contrib-era code); TensorFlow 2.21's ops
+  # module no longer has the name of the class it was, tf.Tensor.
+  from tensorflow.python.framework import ops  # pylint: disable=g-import-not-at-top
+  if not hasattr(ops, "Tensor"):
+    ops.Tensor = tf.Tensor
   try:
     return importlib.import_module("tf_slim")
   except ImportError as e:

@@ -169,3 +169,18 @@ def test_the_legacy_layers_deprecation_stays_off_the_kits_screen():
       capture_output=True, text=True, timeout=240, env=helpers.env(), cwd=helpers.REPO)
   assert result.stdout.rstrip().endswith("EQUAL"), result.stdout[-2000:] + result.stderr
   assert "Warning" not in result.stderr and "warn(" not in result.stderr, result.stderr
+
+
+def test_a_slim_batch_norm_updating_in_place_runs():
+  """`updates_collections=None` (the moving statistics updated by the layer itself, common in
+  contrib-era code) went through tf_slim's smart_cond, which tests `ops.Tensor`, a name
+  TensorFlow 2.21 no longer has: AttributeError in the team's tower code."""
+  slim = tf1_layers.slim()
+  with tf.Graph().as_default():
+    x = tf.constant(np.arange(8, dtype=np.float32).reshape(4, 2))
+    y = slim.batch_norm(x, decay=0.9, is_training=True, updates_collections=None)
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      session.run(y)
+      mean = [v for v in tf.compat.v1.global_variables() if "moving_mean" in v.name][0]
+      np.testing.assert_allclose(session.run(mean), 0.1 * np.float32([3.0, 4.0]), rtol=1e-6)
