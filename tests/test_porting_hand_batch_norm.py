@@ -39,3 +39,33 @@ def test_a_penalty_on_one_side_is_named(make, cause):
   assert not report.equal
   assert [h for h in report.hints if h.startswith(cause)], report.hints
   assert all(h.startswith((cause, FOLLOWS)) for h in report.hints), report.hints
+
+
+class _Moving:
+  """The observations causes.batch_norm.update_rounding reads: step 0's rows that differ."""
+
+  def __init__(self, rows):
+    from porting import report as report_lib  # pylint: disable=g-import-not-at-top
+    from porting.diffs import Diff  # pylint: disable=g-import-not-at-top
+    self.bad = self.early = [report_lib.Row(0, kind, name, name, Diff(rel, rel, 3))
+                             for kind, name, rel in rows]
+    self.start = 0
+
+  def found_any(self, *prefixes):  # pylint: disable=unused-argument
+    return False
+
+  def worst(self, rows):
+    return max(r.diff.max_rel for r in rows)
+
+
+def test_moving_statistics_apart_by_rounding_are_the_update_form_only_where_the_step_is_not():
+  """A TF1 batch norm fused (or recorded on TensorFlow 1.15) against a port with
+  porting.TF1BatchNorm, which updates as TF1 does: the step-0 loss 3 ULPs apart, the moving
+  statistics 1.9e-6. The update form ("Keras 3's as v m + x (1 - m)") was named; the
+  statistics followed the step's own difference."""
+  from porting.causes import batch_norm  # pylint: disable=g-import-not-at-top
+  moving = [("weight", "bn1/moving_mean", 1.9e-6), ("weight", "bn1/moving_variance", 4e-7)]
+  assert batch_norm.update_rounding(_Moving([("loss", "tower_0", 2e-7)] + moving)) == []
+  assert batch_norm.update_rounding(_Moving([("gradient", "bn1/gamma", 3e-7)] + moving)) == []
+  (line,) = batch_norm.update_rounding(_Moving(moving))
+  assert line.startswith("moving statistics differ by rounding: TF1's batch norm updates")

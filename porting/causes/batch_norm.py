@@ -48,11 +48,18 @@ def other_towers(obs):
 
 
 def update_rounding(obs):
-  """The moving statistics apart by rounding where they first differ."""
+  """The moving statistics apart by rounding where they first differ, from a step whose
+  forward pass and gradients are the same bits on both sides: then the batch statistics they
+  average are too, and only the update's own arithmetic is left. (Where that step's loss or
+  gradients differ, the statistics follow them: a fused TF1 batch norm, or TF1 recorded on
+  another TensorFlow, was named as this update form, for a port whose TF1BatchNorm updates as
+  TF1 does.)"""
   moving = _moving(obs)
   if obs.found_any("TF1's batch norm is fused", "batch-norm moving statistics") or (
       not moving) or not all(r.diff.max_rel <= ROUNDING for r in moving if r in obs.early) or (
-          min(r.step for r in moving) > obs.start):
+          min(r.step for r in moving) > obs.start) or any(
+              r.step == obs.start and r.kind in ("loss", "outputs", "gradient")
+              for r in obs.bad):
     return []
   later = any(r.diff.max_rel > ROUNDING for r in obs.bad if r not in obs.early)
   return ["moving statistics differ by rounding: TF1's batch norm updates them as "
