@@ -109,6 +109,21 @@ class Observations:
     return parting.first_parting(self.bad, self.table, self.tf1.facts.get("structure"),
                                  probes, self.tf2.facts.get("probes"), self.pairs)
 
+  @functools.cached_property
+  def vanishing(self):
+    """The TF1 variables whose step-0 gradient vanishes: values and difference both within
+    ROUNDING of the step's largest gradient (a bias before a batch norm: mathematically 0,
+    its values rounding noise on both sides, so any relative difference, and so are the
+    weight and the slots that noise moves)."""
+    floor = ROUNDING * self.largest
+    return {r.tf1 for r in self.table if r.kind == "gradient" and r.step == 0 and
+            0 < r.diff.max_abs <= floor and r.diff.max_abs <= floor * r.diff.max_rel}
+
+  def rounding(self, rows, bound=ROUNDING):
+    """Whether every row of `rows` is at most rounding apart: `bound` relative, or a
+    variable's whose gradient vanishes (its gradient, weight, slots and average)."""
+    return all(r.diff.max_rel <= bound or self._noise(r) for r in rows)
+
   def found_any(self, *starts):
     return any(h.startswith(starts) for h in self.found)
 
@@ -117,7 +132,20 @@ class Observations:
     gradients where given): the measured size a line states."""
     if step is not None:
       rows = [r for r in rows if r.step == step and r.kind in ("loss", "outputs", "gradient")]
-    return max((r.diff.max_rel for r in rows if r is not None), default=0.0)
+    return max((r.diff.max_rel for r in rows if r is not None and not self._noise(r)),
+               default=0.0)
+
+  def _noise(self, row):
+    return row.kind not in ("loss", "outputs") and row.tf1.split(":")[0] in self.vanishing
+
+  def noise_note(self):
+    """What a line sized by worst() left out, where anything was."""
+    if not self.vanishing:
+      return ""
+    names = sorted(self.vanishing)
+    return (f"; left out: {', '.join(names[:3])}{', ...' if len(names) > 3 else ''}, whose "
+            "gradient is 0 but for rounding noise (a bias before a batch norm): its "
+            "relative figures say nothing, and no tolerance covers them")
 
 
 def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers_, reduction="sum",

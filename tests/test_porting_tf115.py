@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 import porting
+from porting import diagnosis
 from porting import report as report_lib
 from porting.causes import machines
 from porting.diffs import Diff
@@ -34,6 +35,12 @@ class _Obs:
     self.tf2 = Trace([], [], [step], {"machine": here})
     self.bad = self.early = [report_lib.Row(0, "gradient", "w", "w", Diff(rel, rel, 9))]
     self.start = 0
+
+  largest = 1.0  # step 0's largest gradient
+  vanishing = frozenset()
+  rounding = diagnosis.Observations.rounding
+  _noise = diagnosis.Observations._noise  # pylint: disable=protected-access
+  noise_note = diagnosis.Observations.noise_note
 
   def worst(self, rows):
     return max(r.diff.max_rel for r in rows)

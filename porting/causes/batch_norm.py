@@ -12,9 +12,8 @@ def _moving(obs):
 def fused(obs):
   """TF1's FusedBatchNorm: its own rounding of the forward pass and gradients (it does not
   move them: a port 0.9 apart has another fault first)."""
-  if not obs.tf1.facts.get("fused_batch_norm") or not obs.bad or not all(
-      r.diff.max_rel <= ROUNDING for r in obs.table
-      if r.step == 0 and r.kind in ("loss", "outputs", "gradient")):
+  if not obs.tf1.facts.get("fused_batch_norm") or not obs.bad or not obs.rounding(
+      [r for r in obs.table if r.step == 0 and r.kind in ("loss", "outputs", "gradient")]):
     return []
   return ["TF1's batch norm is fused (FusedBatchNorm: its own rounding, and "
           "moving_variance updated with the unbiased variance n/(n-1)); the port's is not "
@@ -22,7 +21,8 @@ def fused(obs):
           "porting.TF1BatchNorm use the biased variance): compare with a tolerance of this "
           "size, or check the rest of the port with fused=False on the TF1 side (here step "
           f"0's forward pass and gradients up to {obs.worst(obs.table, 0):.2g} relative "
-          f"apart, the moving statistics up to {obs.worst(_moving(obs)):.2g})"]
+          f"apart, the moving statistics up to {obs.worst(_moving(obs)):.2g}"
+          f"{obs.noise_note()})"]
 
 
 def other_towers(obs):

@@ -3,7 +3,6 @@ machine (porting.record), read from the two machine lines and sized from the num
 
 import re
 
-ROUNDING = 1e-5
 
 
 def _tensorflow(line):
@@ -32,7 +31,7 @@ def other_runtime(obs):
   if (_tensorflow(recorded), _onednn(recorded), _cpu(recorded)) == (
       _tensorflow(here), _onednn(here), _cpu(here)):
     return []
-  if not all(r.diff.max_rel <= ROUNDING for r in obs.early):
+  if not obs.rounding(obs.early):
     return []  # a larger difference is the port's, not the kernels' rounding
   what = []
   if _tensorflow(recorded) != _tensorflow(here):
@@ -47,5 +46,5 @@ def other_runtime(obs):
               "too, which the record's side ran")
   return [f"the TF1 side was recorded elsewhere: {'; '.join(what)}: other kernels round "
           f"otherwise, and every difference of steps {obs.start}-{obs.start + 1} is of "
-          f"rounding size (up to {obs.worst(obs.early):.2g} relative){advice}; compare with "
-          "a tolerance of that size"]
+          f"rounding size (up to {obs.worst(obs.early):.2g} relative{obs.noise_note()})"
+          f"{advice}; compare with a tolerance of that size"]
