@@ -41,9 +41,7 @@ class _Obs:
   rounding = diagnosis.Observations.rounding
   _noise = diagnosis.Observations._noise  # pylint: disable=protected-access
   noise_note = diagnosis.Observations.noise_note
-
-  def worst(self, rows):
-    return max(r.diff.max_rel for r in rows)
+  worst = diagnosis.Observations.worst
 
 
 def test_a_record_from_tensorflow_1_15_is_named_with_the_advice_that_applies():
@@ -231,3 +229,19 @@ def test_the_original_tutorials_own_tower_recorded_on_1_15_against_this_projects
       "the moving averages follow the weights", "the TF1 side was recorded elsewhere"]
   assert porting.compare(tutorial_port.port(), record=folder, steps=2,
                          tolerance=1e-5).equal
+
+
+def test_a_bias_whose_gradient_is_rounding_noise_does_not_hide_the_runtime():
+  """A 1.15 record of towers with a convolution's bias before a batch norm: that bias's
+  gradient is 0 but for noise, 1.2 relative apart (6.6e-7 absolute, the largest gradient
+  about 1), which kept the record's other TensorFlow from being named."""
+  obs = _Obs(THERE, HERE, 4.1e-7)
+  noise = report_lib.Row(0, "gradient", "tower_0/Variable_1", "net/conv1/bias",
+                         Diff(6.6e-7, 1.2, 9))
+  obs.bad = obs.early = obs.table = obs.bad + [noise]
+  assert machines.other_runtime(obs) == []  # no variable excused: 1.2 is no rounding
+  obs.vanishing = diagnosis.Observations.vanishing.func(obs)
+  assert obs.vanishing == {"tower_0/Variable_1"}
+  (line,) = machines.other_runtime(obs)
+  assert "(up to 4.1e-07 relative; left out: tower_0/Variable_1, whose gradient is 0 but " \
+      "for rounding noise" in line, line
