@@ -126,6 +126,8 @@ class Towers:
             self.regularization[_name(v)] = g
       self.facts = {"update_ops": port.update_ops, "ema_order": port.ema_order,
                     "update_towers": layer_settings.update_towers(self.graph, self.train_op),
+                    "in_place_updates": layer_settings.in_place_updates(self.graph,
+                                                                        self.train_op),
                     "structure": parting.structure(
                         self.graph, {_name(v) for _, v in grads}),
                     "random_ops": port.random_ops,

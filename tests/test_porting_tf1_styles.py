@@ -184,3 +184,21 @@ def test_a_slim_batch_norm_updating_in_place_runs():
       session.run(y)
       mean = [v for v in tf.compat.v1.global_variables() if "moving_mean" in v.name][0]
       np.testing.assert_allclose(session.run(mean), 0.1 * np.float32([3.0, 4.0]), rtol=1e-6)
+
+
+def test_statistics_updated_in_place_by_every_tower_are_named_as_such(monkeypatch):
+  """slim.batch_norm(updates_collections=None): each tower's batch norm assigns the shared
+  statistics as it runs, so the train op reaches every tower's update through the forward
+  pass, not UPDATE_OPS. The cause said "runs the UPDATE_OPS of every tower's" and advised
+  Port(update_ops=...), which cannot choose them."""
+  slim = tf1_layers.slim()
+  batch_norm = slim.batch_norm
+  monkeypatch.setattr(slim, "batch_norm", functools.partial(batch_norm,
+                                                            updates_collections=None))
+  report = porting.compare(m.port(2), m.batches(2), replicas=2, steps=2)
+  moving = [h for h in report.hints if h.startswith("batch-norm moving statistics")]
+  assert len(moving) == 1, report.hints
+  assert moving[0].startswith("batch-norm moving statistics: the TF1 train op updates them "
+                              "in place, every tower's, with no order between them (a batch "
+                              "norm with updates_collections=None"), moving[0]
+  assert "the Port's update_ops cannot choose them" in moving[0]

@@ -40,7 +40,16 @@ def other_towers(obs):
             "last tower's batch" if towers == [n - 1] else
             "no sequence of updates reproduces racing ones; compare with the TF1 side running "
             "one tower's (update_ops='first_tower' or 'last_tower')")
-  return [f"batch-norm moving statistics: the TF1 train op runs the UPDATE_OPS of {which} "
+  runs = f"runs the UPDATE_OPS of {which}"
+  if obs.tf1.facts.get("in_place_updates"):
+    # Not through UPDATE_OPS: the Port's update_ops does not choose them.
+    runs = (f"updates them in place, {which} (a batch norm with updates_collections=None "
+            "assigns its statistics as it runs, in every tower the train op reaches)")
+    advice = ("no sequence of updates reproduces racing ones, and the Port's update_ops "
+              "cannot choose them; compare with the TF1 batch norm updating through "
+              "UPDATE_OPS (updates_collections at its default), whose first tower's the "
+              "train op then runs")
+  return [f"batch-norm moving statistics: the TF1 train op {runs} "
           "(read from the ops it runs); the TF2 side's are replica 0's own (Keras's "
           "BatchNormalization, and porting.TF1BatchNorm's default update_from='own_replica', "
           "update each replica's copy from its own batch; the checkpoint saves replica 0's): "
