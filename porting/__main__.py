@@ -23,8 +23,14 @@ import logging
 import os
 import sys
 
-from absl import app
-from absl import flags
+try:
+  from absl import app
+  from absl import flags
+except ImportError:  # the recorder installed where no TensorFlow (which brings absl-py) is
+  print("error: absl-py is missing here: run the kit with the Python of the environment whose "
+        "TensorFlow it compares or records (TensorFlow brings absl-py), or pip install "
+        "absl-py", file=sys.stderr)
+  sys.exit(2)
 
 from tfbits import filesystems
 from porting import errors

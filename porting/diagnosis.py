@@ -173,9 +173,11 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers_, reduction="
     hints.append("not explained: no known cause fits; " + (
         where.line() if where is not None else
         f"the first difference is at step {first.step}, {first.kind} of {first.tf1}, "
-        f"{first.diff.max_rel:.3g} relative") + "; compare fewer steps, one tower, or " + (
-            "TF_ENABLE_ONEDNN_OPTS=0 on this side (the record's TensorFlow chose its own)"
-            if "recorded" in tf1.facts else "TF_ENABLE_ONEDNN_OPTS=0 on both sides") +
+        f"{first.diff.max_rel:.3g} relative") + "; compare fewer steps" + ((
+            ", one tower, or TF_ENABLE_ONEDNN_OPTS=0 on this side (the record's TensorFlow "
+            "chose its own)" if "recorded" in tf1.facts else
+            ", one tower, or TF_ENABLE_ONEDNN_OPTS=0 on both sides")
+            if onednn else " or one tower") +  # oneDNN's setting only where it is on
         " to narrow it" + _fused_first(obs))
   return hints
 

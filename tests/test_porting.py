@@ -318,3 +318,21 @@ def test_a_fused_batch_norm_after_a_bias_is_named_past_the_bias_gradients_noise(
   assert report.hints[0].endswith("; left out: conv1/bias, whose gradient is 0 but for "
                                   "rounding noise (a bias before a batch norm): its relative "
                                   "figures say nothing, and no tolerance covers them)")
+
+
+def test_the_unexplained_line_advises_onednn_off_only_where_it_is_on(monkeypatch):
+  """With oneDNN off on this side already, the line still said to set
+  TF_ENABLE_ONEDNN_OPTS=0 (a TF 1.15 record compared with oneDNN off)."""
+  import dataclasses  # pylint: disable=g-import-not-at-top
+  from tfbits import machine  # pylint: disable=g-import-not-at-top
+  lines = {}
+  describe = machine.describe
+  for onednn in (True, False):
+    monkeypatch.setattr(machine, "describe",
+                        lambda on=onednn: dataclasses.replace(describe(), onednn=on))
+    report = porting.compare(m.port(replica_loss=_loss_a_little_larger), m.batches(2),
+                             replicas=2, steps=1)
+    (lines[onednn],) = [h for h in report.hints if h.startswith("not explained")]
+  assert "one tower, or TF_ENABLE_ONEDNN_OPTS=0 on both sides to narrow it" in lines[True]
+  assert "compare fewer steps or one tower to narrow it" in lines[False], lines[False]
+  assert "ONEDNN" not in lines[False]

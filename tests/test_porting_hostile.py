@@ -158,3 +158,25 @@ def test_help_exits_0_with_the_commands_and_every_flag_within_80_columns(flag):
   for name in ("port", "batches", "replicas", "steps", "start_from", "record", "overwrite",
                "tf1_checkpoint", "tolerance"):
     assert any(line.startswith(f"  --{name}: ") for line in lines), name
+
+
+def test_the_kit_where_absl_is_missing_is_one_line():
+  """The recorder installed into an environment without TensorFlow (and so without absl-py,
+  which TensorFlow brings): `python -m porting` was a ModuleNotFoundError traceback."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  from tests import helpers  # pylint: disable=g-import-not-at-top
+  code = ("import importlib.abc, runpy, sys\n"
+          "class NoAbsl(importlib.abc.MetaPathFinder):\n"
+          "  def find_spec(self, name, path, target=None):\n"
+          "    if name == 'absl' or name.startswith('absl.'):\n"
+          "      raise ImportError('No module named ' + repr(name))\n"
+          "sys.meta_path.insert(0, NoAbsl())\n"
+          "sys.argv = ['porting', '--help']\n"
+          "runpy.run_module('porting', run_name='__main__')\n")
+  result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env=helpers.env(), cwd=helpers.REPO)
+  assert result.returncode == 2, result.stderr
+  assert result.stderr.splitlines() == [
+      "error: absl-py is missing here: run the kit with the Python of the environment whose "
+      "TensorFlow it compares or records (TensorFlow brings absl-py), or pip install absl-py"]
