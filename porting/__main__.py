@@ -155,6 +155,13 @@ def _run(values, command, paths):
       print(f"wrote {written}")
       return
     if command == "compare":
+      if values.record and values["replicas"].present:
+        from porting import record  # pylint: disable=g-import-not-at-top
+        held = record.Recorded(values.record).replicas
+        if held != values.replicas:  # the record's would be used: said, not overridden
+          raise PortError(f"--replicas={values.replicas}, but the record {values.record} "
+                          f"holds {held} tower(s): a record is compared at its own "
+                          "replicas; drop --replicas")
       report = porting.compare(port, batches, replicas=values.replicas, steps=values.steps,
                                tolerance=values.tolerance, start_from=values.start_from,
                                record=values.record)

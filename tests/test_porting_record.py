@@ -147,3 +147,18 @@ def test_a_record_that_cannot_be_written_is_the_kits_line_naming_the_folder(tmp_
     line = helpers.check_one_line(result, expected)
     assert "the port raised" not in line
   assert sorted(os.listdir(tmp_path)) == ["file"]
+
+
+def test_replicas_given_against_a_record_of_others_is_one_line():
+  """compare --record takes the record's replicas: --replicas=1 against a record of 2 ran
+  2 against 2 and said nothing."""
+  path = _folder()
+  record.write(drop.port(), drop.batches(2), path, replicas=2, steps=1)
+  port = "--port=tests.dropout_adam_port:port"
+  helpers.check_one_line(
+      helpers.call("porting.__main__", port, f"--record={path}", "--replicas=1", "compare"),
+      f"--replicas=1, but the record {path} holds 2 tower(s): a record is compared at its own "
+      "replicas; drop --replicas")
+  same = helpers.call("porting.__main__", port, f"--record={path}", "--replicas=2",
+                      "--steps=1", "compare")
+  assert same.returncode == 0, same.stdout + same.stderr
