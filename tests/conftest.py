@@ -5,6 +5,7 @@ need no GPU; single-device tests just use /cpu:0.
 """
 
 import collections
+import contextlib
 import gc
 import os
 import re
@@ -152,3 +153,28 @@ def no_summary_writer_left_open():
   yield
   left = _writer_threads() - before
   assert not left, f"{len(left)} summary writer(s) left open"
+
+
+@contextlib.contextmanager
+def environment_kept():
+  """This process's environment as it was, whatever the block set or removed."""
+  before = dict(os.environ)
+  try:
+    yield
+  finally:
+    if dict(os.environ) != before:
+      os.environ.clear()
+      os.environ.update(before)
+
+
+@pytest.fixture(autouse=True)
+def environment_as_before():
+  """Each test leaves this process's environment as it found it: the binaries run here
+  (helpers.call) change it as their own processes would (a stray TF_CONFIG popped), and a
+  value left behind reached every child process this worker started afterwards. Measured: a
+  TF_DETERMINISTIC_OPS=1 left by a test (pytest's delenv of an absent variable records
+  nothing to restore) gave the trainers' children other bits than this process's runs (after
+  one step, conv1's weights 7e-9 apart), and the resume tests and the recorder's replay,
+  which compare the two, failed where that test had run first in the worker."""
+  with environment_kept():
+    yield

@@ -195,7 +195,10 @@ def test_on_tensorflow_1_gpus_get_deterministic_kernels_by_its_environment(monke
   monkeypatch.setattr(devices, "TF1", True)
   monkeypatch.setattr(devices, "physical_devices",
                       lambda kind: ["GPU:0", "GPU:1"] if kind == "GPU" else ["CPU:0"])
-  monkeypatch.delenv("TF_DETERMINISTIC_OPS", raising=False)
+  # Set, then removed: pytest's delenv of an absent variable records nothing to restore, and
+  # the value replica_devices sets below outlived the test (tests/conftest.py).
+  monkeypatch.setenv("TF_DETERMINISTIC_OPS", "")
+  monkeypatch.delenv("TF_DETERMINISTIC_OPS")
   assert devices.replica_devices(2) == ["/gpu:0", "/gpu:1"]
   assert os.environ["TF_DETERMINISTIC_OPS"] == "1"
   monkeypatch.setattr(devices, "physical_devices", lambda kind: [] if kind == "GPU" else ["C"])
@@ -245,3 +248,14 @@ def test_a_bias_whose_gradient_is_rounding_noise_does_not_hide_the_runtime():
   (line,) = machines.other_runtime(obs)
   assert "(up to 4.1e-07 relative; left out: tower_0/Variable_1, whose gradient is 0 but " \
       "for rounding noise" in line, line
+
+
+def test_a_value_a_test_leaves_in_the_environment_is_taken_back():
+  """What the GPU test above left (TF_DETERMINISTIC_OPS=1) reached every child process of
+  its worker: tests/conftest.py takes each test's changes back."""
+  from tests import conftest  # pylint: disable=g-import-not-at-top
+  os.environ["PROBE_KEPT"] = "1"  # this test's own change: taken back by the same fixture
+  with conftest.environment_kept():
+    os.environ["PROBE_LEFT"] = "1"
+    del os.environ["PROBE_KEPT"]
+  assert "PROBE_LEFT" not in os.environ and os.environ["PROBE_KEPT"] == "1"
