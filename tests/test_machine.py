@@ -75,6 +75,20 @@ def test_this_process_is_described_as_tensorflow_runs_it():
   assert here.line().startswith(f"{here.cpu}, ")
 
 
+def test_tf_deterministic_ops_is_on_the_line_where_it_is_set(monkeypatch):
+  """Set when TensorFlow starts, TF_DETERMINISTIC_OPS=1 gave both trainers other weights after
+  one step (conv1's 7.45e-9 apart, measured; docs/determinism.md), though they turn op
+  determinism on themselves: a run resumed with it set or unset is on other kernels."""
+  monkeypatch.delenv("TF_DETERMINISTIC_OPS", raising=False)
+  plain = machine.describe()
+  assert plain.deterministic_ops == "" and "TF_DETERMINISTIC" not in plain.line()
+  monkeypatch.setenv("TF_DETERMINISTIC_OPS", "1")
+  here = machine.describe()
+  onednn = "oneDNN on" if here.onednn else "oneDNN off"
+  assert f", {onednn}, TF_DETERMINISTIC_OPS=1, TensorFlow " in here.line()
+  assert machine.Machine.from_dict(here.as_dict()) == here
+
+
 def test_gpus_are_named_with_the_driver(monkeypatch):
   # TensorFlow's listing and nvidia-smi faked at the boundary, as on a 2-GPU machine.
   gpus = [tf.config.PhysicalDevice(f"/physical_device:GPU:{i}", "GPU") for i in range(2)]

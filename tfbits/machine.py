@@ -31,7 +31,9 @@ class Machine:
   """cpu: the CPU's model name; cpus: logical CPUs; isa: the ISA_FLAGS it has, in that order;
   onednn: whether TensorFlow's oneDNN kernels are on; onednn_max_isa: ONEDNN_MAX_CPU_ISA, the
   cap on oneDNN's dispatch, if set; gpus: each GPU's name (and compute capability);
-  gpu_driver: the NVIDIA driver's version, where nvidia-smi tells it."""
+  gpu_driver: the NVIDIA driver's version, where nvidia-smi tells it; deterministic_ops:
+  TF_DETERMINISTIC_OPS, if set (read when TensorFlow starts: set, both trainers write other
+  bits, though they turn op determinism on themselves; docs/determinism.md)."""
   cpu: str
   cpus: int
   isa: tuple
@@ -41,6 +43,7 @@ class Machine:
   keras: str
   gpus: tuple = ()
   gpu_driver: str = ""
+  deterministic_ops: str = ""
 
   @property
   def float16_kernels(self):
@@ -66,8 +69,10 @@ class Machine:
     else:
       gpus = "no GPU"
     sets = f" ({' '.join(self.isa) or 'no AVX2'})" if isa else ""
-    return [self.cpu, f"{self.cpus} CPUs{sets}", onednn, f"TensorFlow {self.tensorflow}",
-            f"Keras {self.keras}", gpus]
+    determinism = ([f"TF_DETERMINISTIC_OPS={self.deterministic_ops}"]
+                   if self.deterministic_ops else [])
+    return [self.cpu, f"{self.cpus} CPUs{sets}", onednn, *determinism,
+            f"TensorFlow {self.tensorflow}", f"Keras {self.keras}", gpus]
 
   def as_dict(self):
     out = dataclasses.asdict(self)
@@ -182,4 +187,5 @@ def describe():
   return Machine(cpu=cpu, cpus=os.cpu_count() or 0, isa=isa, onednn=_runtime_onednn(isa),
                  onednn_max_isa=os.environ.get("ONEDNN_MAX_CPU_ISA", ""),
                  tensorflow=tf.__version__, keras=_version("keras"), gpus=gpus,
-                 gpu_driver=driver)
+                 gpu_driver=driver,
+                 deterministic_ops=os.environ.get("TF_DETERMINISTIC_OPS", ""))
