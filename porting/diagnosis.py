@@ -144,8 +144,8 @@ class Observations:
       return ""
     names = sorted(self.vanishing)
     return (f"; left out: {', '.join(names[:3])}{', ...' if len(names) > 3 else ''}, whose "
-            "gradient is 0 but for rounding noise (a bias before a batch norm): its "
-            "relative figures say nothing, and no tolerance covers them")
+            "step-0 gradient is within rounding of 0 on both sides (as a bias before a batch "
+            "norm's is): its relative figures say nothing, and no tolerance covers them")
 
 
 def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers_, reduction="sum",

@@ -211,24 +211,17 @@ def forward(op, skip_prefix):
       p.startswith(("gradients", "gradient_tape")) for p in parts)
 
 
-def _tower_assigns(graph, train_op):
-  runs = reached([train_op])
-  return [op for op in graph.get_operations()
-          if op.type in ASSIGNS and op.name in runs and
-          op.name.startswith("tower_") and op.name.split("/")[0][6:].isdigit()]
-
-
-def update_towers(graph, train_op):
-  """The towers whose assign ops the train op runs (their UPDATE_OPS), read from the graph."""
-  return sorted({int(op.name.split("/")[0][len("tower_"):])
-                 for op in _tower_assigns(graph, train_op)})
-
-
-def in_place_updates(graph, train_op):
-  """Whether a tower's assign op the train op runs is none of UPDATE_OPS' (nor an op they
-  run: a zero-debiased average's own assigns): a batch norm that updates its statistics as
-  it runs (updates_collections=None), which the train op reaches through the forward pass of
+def tower_updates(graph, train_op):
+  """(the towers whose assign ops the train op runs, whether any of those is in place), read
+  from the graph in one walk. In place: none of UPDATE_OPS' (nor an op they run: a
+  zero-debiased average's own assigns), as a batch norm with updates_collections=None
+  assigns its statistics as it runs, which the train op reaches through the forward pass of
   every tower whatever update_ops says."""
+  runs = reached([train_op])
+  assigns = [op for op in graph.get_operations()
+             if op.type in ASSIGNS and op.name in runs and
+             op.name.startswith("tower_") and op.name.split("/")[0][6:].isdigit()]
   listed = reached([getattr(u, "op", u)
                     for u in graph.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)])
-  return any(op.name not in listed for op in _tower_assigns(graph, train_op))
+  return (sorted({int(op.name.split("/")[0][len("tower_"):]) for op in assigns}),
+          any(op.name not in listed for op in assigns))

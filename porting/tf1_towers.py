@@ -124,10 +124,9 @@ class Towers:
         for v, g in zip(variables, tf.gradients(tf.add_n(regularization), variables)):
           if g is not None:
             self.regularization[_name(v)] = g
+      towers, in_place = layer_settings.tower_updates(self.graph, self.train_op)
       self.facts = {"update_ops": port.update_ops, "ema_order": port.ema_order,
-                    "update_towers": layer_settings.update_towers(self.graph, self.train_op),
-                    "in_place_updates": layer_settings.in_place_updates(self.graph,
-                                                                        self.train_op),
+                    "update_towers": towers, "in_place_updates": in_place,
                     "structure": parting.structure(
                         self.graph, {_name(v) for _, v in grads}),
                     "random_ops": port.random_ops,

@@ -199,6 +199,7 @@ def test_statistics_updated_in_place_by_every_tower_are_named_as_such(monkeypatc
   moving = [h for h in report.hints if h.startswith("batch-norm moving statistics")]
   assert len(moving) == 1, report.hints
   assert moving[0].startswith("batch-norm moving statistics: the TF1 train op updates them "
-                              "in place, every tower's, with no order between them (a batch "
-                              "norm with updates_collections=None"), moving[0]
+                              "in place, every tower's, with no order between them (outside "
+                              "UPDATE_OPS, as a batch norm with updates_collections=None"), \
+      moving[0]
   assert "the Port's update_ops cannot choose them" in moving[0]

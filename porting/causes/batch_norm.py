@@ -43,8 +43,9 @@ def other_towers(obs):
   runs = f"runs the UPDATE_OPS of {which}"
   if obs.tf1.facts.get("in_place_updates"):
     # Not through UPDATE_OPS: the Port's update_ops does not choose them.
-    runs = (f"updates them in place, {which} (a batch norm with updates_collections=None "
-            "assigns its statistics as it runs, in every tower the train op reaches)")
+    runs = (f"updates them in place, {which} (outside UPDATE_OPS, as a batch norm with "
+            "updates_collections=None assigns its statistics as it runs, in every tower the "
+            "train op reaches)")
     advice = ("no sequence of updates reproduces racing ones, and the Port's update_ops "
               "cannot choose them; compare with the TF1 batch norm updating through "
               "UPDATE_OPS (updates_collections at its default), whose first tower's the "
