@@ -30,7 +30,8 @@
               before a step runs
   checkpoints tf1_to_tf2 / tf2_to_tf1: a port's checkpoints both ways, slots, moving
               averages and the global step (in the TF1 graph's dtype) included (adam_steps:
-              TF1 Adam's step, kept in its beta powers)
+              TF1 Adam's step, kept in its beta powers; checkpoint_extras: the script's
+              own variables, a learning rate variable carried both ways, the rest said)
   outputs     where a conversion writes: never through a planted link, never over a
               checkpoint unless asked, never half, never into the folder's index
   conversion_checks  every converted variable read back and compared; one the checkpoint

@@ -169,15 +169,19 @@ def _run(values, command, paths):
       return 0 if report.equal else 1  # a verdict: only with a report printed
     example = batches(0) if callable(batches) else list(batches)[0]
     alone = sorted(k for k, v in (port.variable_map or {}).items() if v is None)
+    notes = []  # the script's own variables (a learning rate): carried or said
     if command == "tf1_to_tf2":
-      print(f"wrote {porting.tf1_to_tf2(port, *paths, example, overwrite=values.overwrite)}")
+      print("wrote " + porting.tf1_to_tf2(port, *paths, example, overwrite=values.overwrite,
+                                          notes=notes))
       if alone:  # said, not dropped silently: the TF2 model has no place for them
         print(f"not carried (no TF2 counterpart, variable_map to None): {', '.join(alone)}")
+      print("\n".join(notes), end="\n" if notes else "")
       return
     print("wrote " + porting.tf2_to_tf1(port, *paths, example, overwrite=values.overwrite,
-                                        tf1_checkpoint=values.tf1_checkpoint))
+                                        tf1_checkpoint=values.tf1_checkpoint, notes=notes))
     if alone:
       print(f"carried from {values.tf1_checkpoint}: {', '.join(alone)}")
+    print("\n".join(notes), end="\n" if notes else "")
   except SystemExit as e:  # the team's module or tower code exited: there is no verdict
     raise PortError(errors.one_line(e, f"exited (sys.exit({e.code!r}))") + "; no comparison ran "
                      "to its end") from None

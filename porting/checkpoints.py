@@ -28,6 +28,7 @@ the run was (written at their initial values, the next step was 0.235 relative o
 import numpy as np
 import tensorflow as tf
 
+from porting import checkpoint_extras
 from porting import conversion_checks
 from porting.adam_steps import power as _power
 from porting.adam_steps import steps_of as _steps_of
@@ -72,21 +73,26 @@ def slot_pairs(towers, tf2, pairs):
   return slots
 
 
-def load_tf1(path, towers, tf2, pairs, slots):
+def load_tf1(path, towers, tf2, pairs, slots, notes=None):
   """Sets both sides from the TF1 checkpoint at `path` (the team's Saver's): the TF1 side's
-  model variables, slots, global step and Adam's beta powers as they are; the TF2 side's
-  paired variables, its slots in Keras's convention at the rate of the checkpoint's step, and
-  its step count. Returns the step."""
+  model variables, slots, global step, Adam's beta powers and the script's own variables it
+  holds (a learning rate variable) as they are; the TF2 side's paired variables, its slots in
+  Keras's convention at the rate of the checkpoint's step, its step count and its rate where
+  TF1's is a variable (checkpoint_extras, which says in `notes` what it did not carry).
+  Returns the step."""
   step_name = towers.global_step.op.name
   names = [a for a, _ in pairs] + [s for s, _, _ in slots]
   held = _held(path)
+  extras = _read_tf1(path, [n for n in checkpoint_extras.others(towers) if n in held])
   values = _read_tf1(path, names + [step_name if step_name in held or not
                                     towers.beta_powers else "beta2_power"])
   if step_name not in values:  # an Adam run without a global step: the step is in beta2_power
     values[step_name] = _steps_of(values.pop("beta2_power"), towers.beta_powers["beta2_power"],
                                   path)
   values.update(_read_tf1(path, [n for n in towers.beta_powers if n in held]))
+  values.update(extras)
   towers.assign(values)  # for the rate of the checkpoint's step (its decay schedule)
+  checkpoint_extras.to_tf2(extras, towers, tf2.optimizer, [] if notes is None else notes)
   lr = np.float32(towers.rate())
   by_name = {tf2_replicas.variable_name(v): v for v in tf2.all}
   for a, b in pairs:
@@ -134,13 +140,14 @@ def _read_tf1(path, names):
   return values
 
 
-def tf1_to_tf2(port, tf1_checkpoint, tf2_prefix, example, overwrite=False):
+def tf1_to_tf2(port, tf1_checkpoint, tf2_prefix, example, overwrite=False, notes=None):
   """Writes `tf1_checkpoint`'s values as the TF2 model's object-based checkpoint at
-  `tf2_prefix`; returns the path written."""
+  `tf2_prefix`; returns the path written. `notes`, a list, gets a line for the checkpoint's
+  variables outside the model carried or not (checkpoint_extras)."""
   sides = _Sides(port, example)
   try:
     tf2 = sides.tf2
-    load_tf1(tf1_checkpoint, sides.towers, tf2, sides.pairs, sides.slots)
+    load_tf1(tf1_checkpoint, sides.towers, tf2, sides.pairs, sides.slots, notes)
     # The moving averages: the checkpoint's shadows (a shadow it lacks starts at its weight).
     to2 = dict(sides.pairs)
     tf2.assign_averages({to2[a]: v for a, v in averages_of(
@@ -154,12 +161,13 @@ def tf1_to_tf2(port, tf1_checkpoint, tf2_prefix, example, overwrite=False):
 
 
 def tf2_to_tf1(port, tf2_checkpoint, tf1_prefix, example, overwrite=False,
-               tf1_checkpoint=None):
+               tf1_checkpoint=None, notes=None):
   """Writes the TF2 checkpoint `tf2_checkpoint` (`tf.train.Checkpoint(model=...,
   optimizer=...)`) under TF1 names at `tf1_prefix`, for a tf.compat.v1.train.Saver; returns
   the path written. TF1 variables the port has no counterpart of (variable_map to None:
   Inception's loss averages) take their values from `tf1_checkpoint`, the run's own TF1
-  checkpoint; without it such a port is refused: their initial values are not the run's."""
+  checkpoint; without it such a port is refused: their initial values are not the run's.
+  The script's own variables (a learning rate variable): checkpoint_extras, said in `notes`."""
   sides = _Sides(port, example)
   try:
     towers, tf2 = sides.towers, sides.tf2
@@ -190,6 +198,11 @@ def tf2_to_tf1(port, tf2_checkpoint, tf1_prefix, example, overwrite=False,
     for a, b in sides.pairs:
       if a in towers.averages:
         values[towers.averages[a].op.name] = averages.get(b, values2[b])
+    held1 = _held(tf1_checkpoint) if tf1_checkpoint else set()
+    own = _read_tf1(tf1_checkpoint, [n for n in checkpoint_extras.others(towers)
+                                     if n in held1]) if held1 else {}
+    values.update(checkpoint_extras.to_tf1(towers, tf2.optimizer, own,
+                                           [] if notes is None else notes))
     steps = int(tf2.optimizer.iterations.numpy())
     values[towers.global_step.op.name] = steps
     kept = _non_slots(tf2.optimizer)

@@ -34,7 +34,18 @@ RULES = (scale.gradient_scale, scale.regularization, scale.penalty_by_hand,
          batch_norm.update_rounding, gradients.fused_bias, gradients.gradient_sums,
          scale.not_a_power_of_two, averages.read_order, averages.follow_the_weights,
          optimizers.adam_one_minus_beta, optimizers.adam_beta_powers, optimizers.momentum,
-         optimizers.rmsprop, machines.other_runtime)
+         optimizers.rmsprop, optimizers.sparse_update, machines.other_runtime)
+# The rules that name a rounding: none where the update parts further than rounding
+# (Observations.update_apart), which they cannot explain.
+ROUNDING_RULES = (batch_norm.fused, batch_norm.update_rounding, gradients.fused_bias,
+                  gradients.gradient_sums, scale.not_a_power_of_two, optimizers.sparse_update,
+                  machines.other_runtime)
+# Keras optimizers whose step moves a weight by the rate times a sum of gradients: a
+# difference in the gradients moves the weights by at most UPDATE_SLACK x the rate x it
+# (momentum's and Nesterov's factors). Adam's, RMSProp's and Adagrad's steps are not
+# bounded so: a rounding of a gradient near 0 moves its weight by up to the rate.
+LINEAR = ("SGD", "TF1Momentum")
+UPDATE_SLACK = 4
 
 
 SECONDARY = ("the moving averages follow the weights",)
@@ -97,6 +108,8 @@ class Observations:
 
   @functools.cached_property
   def parting(self):
+    if self.update_apart:
+      return parting.Parting(self.start, "update", detail=self.update_detail())
     probes = self.tf1.facts.get("probes", {})
     if probes is None:  # the forward pass fetched layer by layer gave other bits
       where = parting.first_parting(self.bad, self.table, None)
@@ -108,6 +121,45 @@ class Observations:
       return where
     return parting.first_parting(self.bad, self.table, self.tf1.facts.get("structure"),
                                  probes, self.tf2.facts.get("probes"), self.pairs)
+
+  @functools.cached_property
+  def update_apart(self):
+    """[(weight Row, what it moved apart, the rate x its gradient's difference)] at the first
+    step that differs: the trainable weights further apart after it than the step's
+    gradients can move them (a linear step, LINEAR), beyond rounding: there the two updates
+    differ (a clipping, a decay of the weights, another formula)."""
+    if self.optimizers[1] not in LINEAR or not self.bad:
+      return []
+    s = self.start
+    rate = max(abs(self.rates[0][s]), abs(self.rates[1][s]))
+    rows = {(r.step, r.kind, r.tf1): r for r in self.table}
+    out = []
+    for name in self.names:
+      w, g = rows.get((s, "weight", name)), rows.get((s, "gradient", name))
+      if w is None or g is None or w.diff.shape_mismatch or w.diff.nonfinite or (
+          g.diff.shape_mismatch or g.diff.nonfinite or w.diff.max_rel <= ROUNDING):
+        continue
+      before = rows.get((s - 1, "weight", name))
+      moved = rate * g.diff.max_abs
+      if w.diff.max_abs > UPDATE_SLACK * moved + (before.diff.max_abs if before else 0.0):
+        out.append((w, w.diff.max_abs, moved))
+    return sorted(out, key=lambda x: -x[0].diff.max_rel)
+
+  def update_detail(self):
+    """What the update Parting says of update_apart."""
+    at = self.update_apart
+    step = [r for r in self.table if r.step == self.start and
+            r.kind in ("loss", "outputs", "gradient")]
+    g = self.worst(step)
+    named = "; ".join(f"{w.tf1} {w.diff.max_rel:.2g} relative (|diff| {d:.2g} against the "
+                      f"rate x its gradient's {m:.2g})" for w, d, m in at[:3])
+    return ("the forward pass and every gradient " +
+            ("the same bits" if g == 0 else f"at most {g:.2g} relative apart") +
+            ", the weights after it further apart than the step's gradients move them: " +
+            named + (f", and {len(at) - 3} more" if len(at) > 3 else "") +
+            "; what runs there is the optimizers' update: a clipping of the gradients (by "
+            "each variable's norm against by their global norm; each replica's before the "
+            "sum), a decay of the weights, or its formula")
 
   @functools.cached_property
   def vanishing(self):
@@ -156,7 +208,8 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers_, reduction="
   if not obs.bad and obs.rates[0] == obs.rates[1]:
     return []
   for rule in RULES:
-    obs.found += rule(obs)
+    if not (obs.update_apart and rule in ROUNDING_RULES):
+      obs.found += rule(obs)
   hints = random_causes.causes(obs.bad, tf1.facts, tf2.facts) + obs.found
   nonfinite = [r for r in obs.bad if r.diff.nonfinite]
   if nonfinite:

@@ -40,8 +40,7 @@ class Parting:
               (f" {self.detail}" if self.detail else
                ": a tower's loss or outputs differ from the same weights and batch"))
     if self.kind == "update":
-      return (f"the bits part at step {self.step} in the update: the forward pass and every "
-              f"gradient the same bits, {self.detail}")
+      return f"the bits part at step {self.step} in the update: {self.detail}"
     where = (f"the bits part at step {self.step} in the backward pass: from the loss down, "
              f"the first gradient that differs is {self.variable}'s ({self.rel:.2g} relative)"
              f", with the {self.above} gradient(s) above it the same bits and the forward "
@@ -150,6 +149,7 @@ def first_parting(bad, table, structure_fact, probes1=None, probes2=None, pairs=
     first = min(at, key=lambda r: ("weight", "slot", "average").index(r.kind)
                 if r.kind in ("weight", "slot", "average") else 3)
     return Parting(step, "update", first.tf1, rel=first.diff.max_rel, detail=(
+        "the forward pass and every gradient the same bits, "
         f"the {first.kind} of {first.tf1} after it {first.diff.max_rel:.2g} relative apart "
         "(the optimizer's update, a moving statistic's or the moving average's)"))
   if not structure_fact or not any(r.kind == "gradient" for r in at):

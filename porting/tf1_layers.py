@@ -26,12 +26,17 @@ from tensorflow.python.util import lazy_loader
 from porting.errors import PortError
 
 TF_KERAS_LAYERS = "tf_keras.api._v1.keras.__internal__.legacy.layers"
+# tf.compat.v1.nn.rnn_cell (BasicLSTMCell, MultiRNNCell, DropoutWrapper, ...): Keras 3 stubs
+# as well, implemented in tf_keras beside the layers.
+TF_KERAS_RNN_CELL = "tf_keras.api._v1.keras.__internal__.legacy.rnn_cell"
+RNN_CELLS = ("BasicLSTMCell", "BasicRNNCell", "DeviceWrapper", "DropoutWrapper", "GRUCell",
+             "LSTMCell", "LSTMStateTuple", "MultiRNNCell", "RNNCell", "ResidualWrapper")
 
 
 def _install_hint():
   version = ".".join(tf.__version__.split(".")[:2])
   return (f"pip install 'tf_keras~={version}.0' (the Keras 2 that TensorFlow {version} "
-          "implements tf.compat.v1.layers in)")
+          "implements its TF1 layers and RNN cells in)")
 
 
 def keras_3():
@@ -46,14 +51,24 @@ def keras_3():
 def layers():
   """The tf.compat.v1.layers module TF1 code expects: TensorFlow's own under Keras 2, else
   tf_keras's; a PortError naming the package where it is missing."""
+  return _legacy(tf.compat.v1.layers, TF_KERAS_LAYERS, "tf.compat.v1.layers")
+
+
+def rnn_cell():
+  """The tf.compat.v1.nn.rnn_cell module TF1 code expects (BasicLSTMCell, MultiRNNCell,
+  DropoutWrapper, ...): TensorFlow's own under Keras 2, else tf_keras's."""
+  return _legacy(tf.compat.v1.nn.rnn_cell, TF_KERAS_RNN_CELL, "tf.compat.v1.nn.rnn_cell")
+
+
+def _legacy(own, path, called):
   if not keras_3():
-    return tf.compat.v1.layers
+    return own
   try:
-    return importlib.import_module(TF_KERAS_LAYERS)
+    return importlib.import_module(path)
   except ImportError:
-    raise PortError("the TF1 code calls tf.compat.v1.layers, which TensorFlow "
-                    f"{tf.__version__} with Keras 3 implements only in the tf_keras package: "
-                    f"{_install_hint()}") from None
+    raise PortError(f"the TF1 code calls {called}, which TensorFlow {tf.__version__} with "
+                    f"Keras 3 implements only in the tf_keras package: {_install_hint()}"
+                    ) from None
 
 
 # What TensorFlow's tensorflow.python.layers modules load lazily (and tf_slim imports), and
@@ -97,30 +112,32 @@ def slim():
 
 @contextlib.contextmanager
 def routed():
-  """Inside, `tf.compat.v1.layers` is layers() (where tf_keras is installed); outside,
-  TensorFlow's own again. Where tf_keras is missing nothing changes, and a call into the stub
-  becomes the PortError of `translated`."""
+  """Inside, `tf.compat.v1.layers` is layers() and `tf.compat.v1.nn.rnn_cell` rnn_cell()
+  (where tf_keras is installed); outside, TensorFlow's own again. Where tf_keras is missing
+  nothing changes, and a call into a stub becomes the PortError of `translated`."""
   if not keras_3():
     yield
     return
   try:
-    module = layers()
+    routes = (("compat.v1", "layers", layers()), ("compat.v1.nn", "rnn_cell", rnn_cell()))
   except PortError:
     yield
     return
   # TensorFlow keeps several module objects for tf.compat.v1 (tf.compat.v1 and
   # tensorflow.compat.v1 are two once tf_keras is imported): each one's stub is replaced.
-  stubs = [(m, m.layers) for key, m in list(sys.modules.items())
-           if key.startswith("tensorflow") and key.endswith("compat.v1") and
-           isinstance(vars(m).get("layers") if hasattr(m, "__dict__") else None,
+  stubs = [(m, attribute, getattr(m, attribute), module)
+           for parent, attribute, module in routes
+           for key, m in list(sys.modules.items())
+           if key.startswith("tensorflow") and key.endswith(parent) and
+           isinstance(vars(m).get(attribute) if hasattr(m, "__dict__") else None,
                       lazy_loader.KerasLazyLoader)]
-  for m, _ in stubs:
-    m.layers = module
+  for m, attribute, _, module in stubs:
+    setattr(m, attribute, module)
   try:
     yield
   finally:
-    for m, stub in stubs:
-      m.layers = stub
+    for m, attribute, stub, _ in stubs:
+      setattr(m, attribute, stub)
 
 
 def translated(error):
@@ -135,8 +152,12 @@ def translated(error):
                      "(python -m porting record)")
   if isinstance(error, AttributeError) and "is not available with Keras 3" in text:
     name = text.split("`")[1] if "`" in text else "a layer"
-    return PortError(f"the TF1 code calls tf.compat.v1.layers.{name}, which TensorFlow "
+    module, function = (("tf.compat.v1.nn.rnn_cell", "rnn_cell") if name in RNN_CELLS else
+                        ("tf.compat.v1.layers", "layers"))
+    parent = module.rsplit(".", 1)[0].replace("tf.", "tensorflow.", 1)
+    return PortError(f"the TF1 code calls {module}.{name}, which TensorFlow "
                      f"{tf.__version__} with Keras 3 implements only in the tf_keras package: "
-                     f"{_install_hint()}; a module-level `from tensorflow.compat.v1 import "
-                     "layers` keeps TensorFlow's stub: use porting.tf1_layers.layers()")
+                     f"{_install_hint()}; a module-level `from {parent} import {function}` "
+                     "keeps TensorFlow's stub (the kit routes the module while the towers "
+                     f"build): use porting.tf1_layers.{function}()")
   return None

@@ -11,6 +11,7 @@ import inspect
 import numpy as np
 import tensorflow as tf
 
+from porting import checkpoint_extras
 from porting import layer_settings
 from porting import layer_probes
 from porting import parting
@@ -66,6 +67,7 @@ class Towers:
                                         else v1.train.get_or_create_global_step())
       self.optimizer = optimizer = port.tf1_optimizer(global_step)
       self.optimizer_class = type(optimizer).__name__
+      self.rate_variable = checkpoint_extras.rate_variable(optimizer)
       before = set(v1.global_variables())
       tower_grads, self.losses, self.outputs, updates = [], [], [], []
       # The original's tower_loss(scope, images, labels) read its 'losses' collection by scope.

@@ -71,6 +71,7 @@ class Replicas:
     self.source = random_ops.Source(None) if port.random_ops == "aligned" else None
     self.escaped = None
     self.error = None  # the kit's own line for a fault found while tracing
+    self.sparse = set()  # the variables whose tape gradient is IndexedSlices (an embedding's)
 
   def variables(self):
     return [(variable_name(v), tuple(v.shape)) for v in self.all]
@@ -93,7 +94,8 @@ class Replicas:
             # A copy: a later trace (porting.parting's probe) draws into the same record.
             "random_draws": ({i: list(d) for i, d in self.source.drawn.items()}
                              if self.source else {}),
-            "random_escaped": self.escaped or []}
+            "random_escaped": self.escaped or [],
+            "sparse_gradients": sorted(self.sparse)}
 
   def apart(self):
     """{variable: max |difference| of another replica's copy from replica 0's} of the
@@ -140,12 +142,17 @@ class Replicas:
                       "does not depend on them (a loss term left out, such as an auxiliary "
                       "head's, or a layer the call skips)")
         raise PortError(self.error)
+      self.sparse.update(n for n, g in zip(self.names, grads) if isinstance(g, tf.IndexedSlices))
       ctx = tf.distribute.get_replica_context()
       if mean:
         reduced = replica_mean(ctx, grads)
         grads = _first_replica_only(ctx, reduced)
       else:
-        reduced = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+        # An embedding's gradient is IndexedSlices: the optimizer is handed them as they are
+        # (its sparse update is the port's), the report their dense sum, as TF1's
+        # average_gradients makes it (tf.expand_dims of IndexedSlices: unsorted_segment_sum).
+        reduced = [tf.convert_to_tensor(g) for g in
+                   ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)]
       lr = tf.identity(self.optimizer.learning_rate)  # before the update moves the step
       self.optimizer.apply_gradients(zip(grads, self.trainable))
       return loss, outputs, reduced, lr

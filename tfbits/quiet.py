@@ -36,7 +36,7 @@ higher brings everything back):
   uses those APIs on purpose, it is what it ports; they are WARNING records of TensorFlow's
   `deprecation` module, dropped by the same filter. So is the Python warning of TensorFlow's
   legacy layers that `layer.apply` is deprecated (tf.layers, tf_slim: the TF1 code the
-  porting kit holds; two lines before its report).
+  porting kit holds; two lines before its report), and of its TF1 RNN cells that they are.
 
 Warnings and errors of TensorFlow's own, and every line of this project's, still show.
 """
@@ -245,6 +245,9 @@ def install(verbose):
   logging.getLogger("matplotlib").setLevel(logging.WARNING)
   tf_logger.addFilter(_TensorFlowInfo())  # its deprecation notices go through this logger
   warnings.filterwarnings("ignore", message="`layer.apply` is deprecated", category=UserWarning)
+  # tf_keras's TF1 RNN cells, each at its construction ("`tf.nn.rnn_cell.BasicLSTMCell` is
+  # deprecated and will be removed ... replaced by that in Tensorflow 2.0"): the same kind.
+  warnings.filterwarnings("ignore", message="`tf.nn.rnn_cell.", category=UserWarning)
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # read when TensorFlow starts
   if "tensorflow" not in sys.modules and not any(isinstance(f, _FirstImport)
                                                  for f in sys.meta_path):

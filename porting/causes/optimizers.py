@@ -1,6 +1,6 @@
 """Causes in the optimizers' updates: the learning rate's decay, Adam's 1 - beta and beta
 powers, MomentumOptimizer's accumulator against Keras SGD's velocity, RMSProp's mean square
-and epsilon."""
+and epsilon, an embedding's gradient applied row by row."""
 
 ROUNDING = 1e-5
 
@@ -129,3 +129,26 @@ def rmsprop(obs):
           "(lr g / sqrt(ms + epsilon)) where Keras adds it outside (lr g / (sqrt(ms) + "
           "epsilon)); porting.TF1RMSProp runs TF1's kernel with TF1's slots (the weights up "
           f"to {obs.worst(weights):.2g} relative apart after step 0)"]
+
+
+def sparse_update(obs):
+  """Under gradient_reduction "sum" the Keras optimizer is handed the tape's IndexedSlices
+  (an embedding's gradient) and moves a row once per time the batch holds its index; TF1's
+  average_gradients makes them dense (the row's parts summed, one subtraction). Measured:
+  the same bits where no index repeats within a step, 1 ULP apart where one does."""
+  sparse = set(obs.tf2.facts.get("sparse_gradients", ()))
+  if obs.reduction != "sum" or not sparse or not obs.bad:
+    return []
+  at = [r for r in obs.bad if r.step == obs.start]
+  if not all(r.kind in ("weight", "slot", "average") and r.tf2.split(":")[0] in sparse
+             for r in at) or not all(r.diff.max_rel <= ROUNDING for r in at):
+    return []
+  names = sorted({r.tf1.split(":")[0] for r in at})
+  return [f"an embedding's sparse update: from step {obs.start} {', '.join(names)} differ "
+          f"by rounding (up to {obs.worst(at):.2g} relative) with every gradient the same "
+          "bits; the port's gradient of it is IndexedSlices, which the Keras optimizer "
+          "applies as they are (a row whose index the batch holds k times moves k times), "
+          "where TF1 sums a row's k parts first (average_gradients makes them dense) and "
+          "moves it once. The port is not at fault; compare with a tolerance of that size "
+          "(under gradient_reduction='mean' the kit hands the optimizer dense averages, as "
+          "TF1's)"]
