@@ -2,6 +2,9 @@
 updates part, an embedding's sparse gradient, TF1's RNN cells under Keras 3, and the
 script's learning-rate variable through checkpoint conversions."""
 
+import dataclasses
+
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -105,3 +108,27 @@ def test_the_scripts_rate_variable_is_carried_both_ways(tmp_path):
   report = porting.compare(port, m.batches(1), replicas=1, steps=2, start_from=tf1)
   assert "learning rate per step: TF1 [0.25, 0.25]" in report.text()
   assert report.equal, report.text()
+
+
+def test_a_keras_loss_objects_own_division_by_the_replicas_is_said():
+  """Keras 3's loss objects divide their mean by the replicas in sync (its
+  scale_loss_for_distribution): under gradient_reduction "mean" that is 1/N, and the advice
+  to use the replica's own mean, which the port already did, could not be followed."""
+  crossentropy = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+  def keras_loss(model, words, targets, global_batch):
+    del global_batch
+    logits = model(words)
+    return crossentropy(targets, logits), logits
+
+  port = m.port(recurrent=False, clipped=False)
+  report = porting.compare(dataclasses.replace(port, replica_loss=keras_loss), m.batches(2, 1),
+                           replicas=2, steps=1)
+  [line] = _causes(report)
+  assert line.startswith("  cause: every gradient is 0.5 x the towers' average (1/N, N = 2)")
+  assert "a keras.losses object called in a replica divides its mean by the number of " \
+         "replicas itself: with one, use gradient_reduction='sum'" in line
+  summed = porting.compare(dataclasses.replace(port, replica_loss=keras_loss,
+                                               gradient_reduction="sum"),
+                           m.batches(2, 1), replicas=2, steps=1)
+  assert not any("x the towers' average" in line for line in _causes(summed)), summed.text()

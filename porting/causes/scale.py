@@ -31,7 +31,9 @@ def gradient_scale(obs):
     return [f"every gradient is {ratio:.3g} x the towers' average (1/N, N = {n}): "
             "the replicas' gradients are averaged (gradient_reduction='mean'), so each "
             "replica's loss must be the tower's own, its mean over the replica's "
-            "examples, not their sum over the global batch"]
+            "examples, not their sum over the global batch (a keras.losses object called "
+            "in a replica divides its mean by the number of replicas itself: with one, "
+            "use gradient_reduction='sum')"]
   if abs(ratio - n) < 0.05 * n:
     return [f"every gradient is {ratio:.3g} x the towers' average (N = {n}): the TF2 "
             "loss is divided by the replica's batch, not the global batch (divide the "
