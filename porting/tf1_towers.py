@@ -165,11 +165,12 @@ class Towers:
     trainable = set(self.trainable)
     runs = layer_settings.reached([self.train_op])
     ops = self.graph.get_operations()
-    # The layers as tower 0 builds them; the moving averages from whichever towers' updates
-    # the train op runs (the first, the last, every one: what it reaches decides).
+    # The layers as tower 0 builds them, those the step runs (not a copy it never reaches:
+    # tf.keras 1.15's Sequential built with an input_shape makes one); the moving averages
+    # from whichever towers' updates the train op runs (what it reaches decides).
     found = layer_settings.read(
-        [op for op in ops
-         if layer_settings.forward(op, lambda name: not name.startswith("tower_0/"))],
+        [op for op in ops if op.name in runs and
+         layer_settings.forward(op, lambda name: not name.startswith("tower_0/"))],
         lambda t: t.op.name if t.op.type in VARIABLE_OPS and t.op.name in names else None,
         names - trainable, lambda op: op.name in runs,
         updates=[op for op in ops if layer_settings.forward(op, lambda name: False)])
