@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from porting.errors import PortError
 
-UPDATE_OPS = ("first_tower", "last_tower", "all_towers")
+UPDATE_OPS = ("first_tower", "last_tower", "all_towers", "none")
 GRADIENT_REDUCTIONS = ("sum", "mean")
 EMA_ORDERS = ("after_update", "before_update")
 RANDOM_OPS = ("aligned", "as_written")
@@ -49,7 +49,10 @@ class Port:
   update_ops: which towers' UPDATE_OPS (batch-norm moving statistics) the TF1 code runs with
     its train op: "first_tower" (`get_collection(UPDATE_OPS, scope)` of tower 0, as the
     multi-GPU tutorials did), "last_tower" (the scope the loop left last, as Inception's
-    inception_train.py kept) or "all_towers".
+    inception_train.py kept), "all_towers" (an Estimator model_fn's unscoped
+    `get_collection(UPDATE_OPS)` under replicate_model_fn) or "none" (a train op built
+    without them, as a model_fn that leaves out their control dependency: TF1's moving
+    statistics never move, which the kit then says before a step runs).
   variable_map: {TF1 name: TF2 name} for variables the kit cannot pair by itself; {TF1 name:
     None} leaves a variable of the TF1 code's own out (the report names it).
   tf1_ema(global_step) -> a tf.compat.v1.train.ExponentialMovingAverage of the trainable

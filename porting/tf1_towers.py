@@ -82,8 +82,8 @@ class Towers:
             loss, outputs = spec.loss_and_outputs(_tower(port, takes_scope, scope, x, y))
           self.losses.append(loss)
           self.outputs.append(outputs)
-          if port.update_ops == "all_towers" or i == (n - 1 if port.update_ops ==
-                                                      "last_tower" else 0):
+          if port.update_ops != "none" and (port.update_ops == "all_towers" or i == (
+              n - 1 if port.update_ops == "last_tower" else 0)):
             updates += v1.get_collection(v1.GraphKeys.UPDATE_OPS, scope)
           tower_grads.append([(g, v) for g, v in optimizer.compute_gradients(loss)
                               if g is not None])

@@ -132,3 +132,14 @@ def test_a_dropout_the_step_never_runs_is_no_setting():
   report = porting.compare(drop.port(tower_loss=tower_loss), drop.batches(1), replicas=1,
                            steps=2)
   assert report.equal, report.text()
+
+
+def test_a_train_op_without_the_update_ops_is_said_to_update_nothing():
+  """An Estimator model_fn that leaves out the UPDATE_OPS control dependency never moves its
+  moving statistics: update_ops="none" says so (no other value could, and the kit then ran
+  the towers' updates the team's run never did)."""
+  with pytest.raises(porting.PortError) as raised:
+    porting.compare(bn.port(update_ops="none"), bn.batches(2), replicas=2, steps=1)
+  assert str(raised.value) == (
+      "the layers' settings differ: batch norm bn1: TF2 updates its moving statistics each "
+      "step (momentum 0.9), TF1 does not; set them alike on both sides before comparing")
