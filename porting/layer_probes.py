@@ -56,7 +56,8 @@ def tf1_probe(towers, images, labels):
   """Step 0's forward pass again (the weights as they were then, the draws of step 0),
   fetching each layer's input and output: (the towers' losses, {TF1 variable: (op type,
   input, output)})."""
-  feed = {towers.feeds[0]: images, towers.feeds[1]: labels, towers.step_number: 0}
+  feed = {towers.feeds[0]: images, towers.feeds[1]: labels, towers.step_number: 0,
+          **towers.draw_feed}
   losses, values = towers.sess.run(
       [towers.losses, {n: (x, y) for n, (_, x, y) in towers.probes.items()}], feed)
   return losses, {n: (towers.probes[n][0], x, y) for n, (x, y) in values.items()}

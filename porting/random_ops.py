@@ -73,6 +73,10 @@ class Source:
     self.tower = None  # set by the TF1 builder; None: read the replica context
     self.drawn = {}  # {index: [(kind, shape)]}
     self.ops = {}  # {index: [the op of each draw in drawn]}
+    # TF1's graph: each draw's number a placeholder_with_default, so that draws the step
+    # never runs can be taken off the count after the graph is built (keep_reached).
+    self.numbers = {}  # {index: [that placeholder, or None]}
+    self.feed = {}  # {placeholder: the draw's number among those the step runs}
 
   def index(self):
     if self.tower is not None:
@@ -88,7 +92,11 @@ class Source:
     static = tf.get_static_value(shape) if tf.is_tensor(shape) else shape
     drawn.append((kind, tuple(int(d) for d in static) if static is not None else None))
     with tf.name_scope(SCOPE):
-      key = tf.stack([tf.constant(self.seed * 2 ** 20 + len(drawn) - 1, tf.int64),
+      number = len(drawn) - 1
+      if self.tower is not None and not tf.executing_eagerly():
+        number = tf.compat.v1.placeholder_with_default(tf.constant(number, tf.int64), [])
+      self.numbers.setdefault(index, []).append(number if tf.is_tensor(number) else None)
+      key = tf.stack([tf.constant(self.seed * 2 ** 20, tf.int64) + number,
                       tf.cast(self.step, tf.int64) * 4096 + index])
       extra = ({"minval": arguments["minval"], "maxval": arguments["maxval"]}
                if kind == "uniform" else
@@ -109,9 +117,24 @@ class Source:
       if op.name not in upstream:
         upstream.add(op.name)
         stack += [t.op for t in op.inputs]
-    keep = [i for i, op in enumerate(ops) if op is None or op.name not in upstream]
+    self._keep(index, [i for i, op in enumerate(ops) if op is None or op.name not in upstream])
+
+  def keep_reached(self, reached):
+    """Takes the draws the step never runs (op names not in `reached`: a copy of the model
+    beside the loss's, as tf.keras 1.15's Sequential built with an input_shape makes) off
+    every tower's count; those it runs are fed their number among them."""
+    for index, ops in self.ops.items():
+      self._keep(index, [i for i, op in enumerate(ops) if op is None or op.name in reached])
+
+  def _keep(self, index, keep):
+    drawn, ops = self.drawn.get(index, []), self.ops.get(index, [])
+    numbers = self.numbers.get(index, [None] * len(ops))
+    for position, i in enumerate(keep):
+      if numbers[i] is not None:
+        self.feed[numbers[i]] = position
     drawn[:] = [drawn[i] for i in keep]
     ops[:] = [ops[i] for i in keep]
+    numbers[:] = [numbers[i] for i in keep]
 
 
 def _in_initializer():

@@ -108,6 +108,11 @@ class Towers:
         with tf.control_dependencies([self.train_op]):
           self.train_op = ema.apply(averaged)
       self.averages = {_name(v): ema.average(v) for v in averaged} if ema else {}
+      if source is not None:  # a draw the step never runs is not one of its draws
+        source.keep_reached(layer_settings.reached(
+            [self.train_op] + [t.op for t in tf.nest.flatten([self.losses, self.outputs])
+                               if tf.is_tensor(t)]))
+      self.draw_feed = source.feed if source is not None else {}
       self.slots = {(_name(v), kind): optimizer.get_slot(v, kind)
                     for _, v in grads for kind in optimizer.get_slot_names()
                     if optimizer.get_slot(v, kind) is not None}
@@ -223,7 +228,8 @@ class Towers:
                       f"{self.feeds[1].shape.as_list()}: the TF1 towers are built for one "
                       "global batch shape (static, as TF1 code reads it); give every step "
                       "the same")
-    feed = {self.feeds[0]: images, self.feeds[1]: labels, self.step_number: self.steps_run}
+    feed = {self.feeds[0]: images, self.feeds[1]: labels, self.step_number: self.steps_run,
+            **self.draw_feed}
     self.steps_run += 1
     # Read first, from the weights before the step: beside the train op they could race
     # with its updates.

@@ -247,3 +247,19 @@ def test_a_drawn_get_variable_initializer_does_not_shift_the_steps_draws():
   # Before: tower i counted the initializer's draw, so its dropout drew replica i's next one.
   assert report.equal, report.text()
   assert report.tf1.facts["random_draws"] == report.tf2.facts["random_draws"]
+
+
+def test_a_draw_the_step_never_runs_keeps_no_number():
+  """A random op the step never runs (tf.keras 1.15's Sequential built with an input_shape
+  makes a copy of the model, its dropout included, beside the loss's) took the first number,
+  so the loss's dropout drew the port's second draw: 'the two sides draw differently: TF1
+  tower 0 draws 2 time(s)'. Draws are numbered among those the step runs."""
+  def tower_loss(images, labels):
+    unused = tf.reshape(images, [images.shape[0], -1])
+    tf.compat.v1.nn.dropout(unused, rate=0.5, name="dropout_copy")  # built first, never run
+    return m.tower_loss(images, labels)
+
+  report = porting.compare(m.port(tower_loss=tower_loss), m.batches(2), replicas=2,
+                           steps=2)
+  assert report.equal, report.text()
+  assert report.tf1.facts["random_draws"] == report.tf2.facts["random_draws"]
