@@ -91,6 +91,13 @@ class Port:
   tf2_ema_variables: Optional[Callable] = None
 
   def __post_init__(self):
+    # The five the kit calls: a None or a non-callable here is the port's, said as such
+    # (calling it deep in the kit read as a fault of the kit's).
+    for field in ("tower_loss", "tf1_optimizer", "build_model", "replica_loss",
+                  "tf2_optimizer"):
+      if not callable(getattr(self, field)):
+        raise PortError(f"Port's {field} must be a function, got "
+                        f"{type(getattr(self, field)).__name__}")
     for field, allowed in (("update_ops", UPDATE_OPS), ("ema_order", EMA_ORDERS),
                            ("gradient_reduction", GRADIENT_REDUCTIONS),
                            ("random_ops", RANDOM_OPS)):

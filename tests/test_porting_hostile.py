@@ -180,3 +180,12 @@ def test_the_kit_where_absl_is_missing_is_one_line():
   assert result.stderr.splitlines() == [
       "error: absl-py is missing here: run the kit with the Python of the environment whose "
       "TensorFlow it compares or records (TensorFlow brings absl-py), or pip install absl-py"]
+
+
+def test_a_port_missing_a_function_is_the_ports_error_not_the_kits():
+  """Port(tf2_optimizer=None) was 'the kit failed: TypeError at porting/tf2_replicas.py ...
+  (a fault of porting ..., not of the port)': the port's own fault blamed on the kit."""
+  from tests import bn_momentum_port  # pylint: disable=g-import-not-at-top
+  with pytest.raises(porting.PortError) as raised:
+    bn_momentum_port.port(tf2_optimizer=None)
+  assert str(raised.value) == "Port's tf2_optimizer must be a function, got NoneType"

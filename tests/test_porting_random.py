@@ -75,6 +75,10 @@ def _unseeded_tower(images, labels):
       labels=labels, logits=tf.matmul(tf.reshape(images, [-1, 4]), w)))
 
 
+def _no_tf2_side(*args):
+  raise AssertionError(f"the TF1 side alone is built here, got {args}")
+
+
 def test_an_unseeded_initializer_starts_every_run_from_the_same_weights():
   # Each run drew other weights before the kit's graph had a seed of its own: its numbers
   # (and, at a near-tie, its verdict) changed from run to run, and two records of the same
@@ -86,7 +90,8 @@ def test_an_unseeded_initializer_starts_every_run_from_the_same_weights():
     towers = tf1_towers.Towers(
         porting.Port(tower_loss=_unseeded_tower,
                      tf1_optimizer=lambda step: v1.train.GradientDescentOptimizer(0.1),
-                     build_model=None, replica_loss=None, tf2_optimizer=None),
+                     build_model=_no_tf2_side, replica_loss=_no_tf2_side,
+                     tf2_optimizer=_no_tf2_side),
         ["/cpu:0"], example, None)
     firsts.append(towers.sess.run(towers.model_variables[0]))
     towers.sess.close()
