@@ -76,7 +76,27 @@ def structure(graph, variables, tower="tower_0/"):
   for ops in readers.values():
     layer_ops.update(c.name for c in ops)
   shared = {name: _shared(readers[name], consumers, layer_ops) for name in order}
-  return {"order": order, "shared": shared}
+  return {"order": order, "shared": shared, "conv_biases": _conv_biases(forward, variables)}
+
+
+CONVOLUTIONS = ("Conv2D", "Conv3D", "DepthwiseConv2dNative", "Conv2DBackpropInput")
+
+
+def _conv_biases(forward, variables):
+  """The variables added as a bias to a convolution's output (BiasAdd or Add of the
+  convolution and the variable, in any order): the biases whose gradient oneDNN can fuse."""
+  def behind(tensor):
+    while tensor.op.type in ("Identity", "ReadVariableOp", "Cast") and tensor.op.inputs:
+      tensor = tensor.op.inputs[0]
+    return tensor.op
+  found = []
+  for op in forward:
+    if op.type in ("BiasAdd", "Add", "AddV2") and len(op.inputs) == 2:
+      ops = [behind(t) for t in op.inputs]
+      names = [o.name for o in ops if o.name in variables]
+      if names and any(o.type in CONVOLUTIONS for o in ops) and names[0] not in found:
+        found.append(names[0])
+  return found
 
 
 def _shared(start, consumers, layer_ops):
