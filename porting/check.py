@@ -3,6 +3,7 @@ report. See the package docstring for a call."""
 
 import dataclasses
 
+import numpy as np
 import tensorflow as tf
 
 from porting.errors import PortError
@@ -160,6 +161,9 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
       # Streamed: the step's rows now, then only what the diagnosis reads is kept (step 0's
       # gradients), so memory stays that of one step of both sides, at any number of steps.
       table += report.step_rows(s, a, b, pairs, trace1, optimizers, factor)
+      # Each step's largest TF1 gradient: what a vanishing gradient is measured against.
+      trace1.facts.setdefault("largest_gradient", []).append(max(
+          (float(np.abs(g).max()) for g in a.gradients.values() if np.size(g)), default=0.0))
       if s == 0:  # the starting weights fit a penalty written by hand, then go
         trace1.facts["penalty"] = penalties.fit(pairs, trace1.trainable, a, b, start)
         # Kept where step 0's forward passes part: the layers are compared from them.

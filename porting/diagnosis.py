@@ -163,13 +163,18 @@ class Observations:
 
   @functools.cached_property
   def vanishing(self):
-    """The TF1 variables whose step-0 gradient vanishes: values and difference both within
+    """The TF1 variables whose gradient vanishes at a step: values and difference both within
     ROUNDING of the step's largest gradient (a bias before a batch norm: mathematically 0,
     its values rounding noise on both sides, so any relative difference, and so are the
     weight and the slots that noise moves)."""
-    floor = ROUNDING * self.largest
-    return {r.tf1 for r in self.table if r.kind == "gradient" and r.step == 0 and
-            0 < r.diff.max_abs <= floor and r.diff.max_abs <= floor * r.diff.max_rel}
+    # Each step's largest TF1 gradient, kept as the steps ran (step 0's where the record
+    # or trace holds no more).
+    largest = self.tf1.facts.get("largest_gradient") or [self.largest]
+    floor = lambda step: ROUNDING * (largest[step] if step < len(largest) else 0.0)
+    # At any step: a gradient that is 0 but for rounding at step 2 (a second layer's
+    # attention key bias, the same bits until then) is noise there as well.
+    return {r.tf1 for r in self.table if r.kind == "gradient" and 0 < r.diff.max_abs and
+            r.diff.max_abs <= floor(r.step) and r.diff.max_abs <= floor(r.step) * r.diff.max_rel}
 
   def rounding(self, rows, bound=ROUNDING):
     """Whether every row of `rows` is at most rounding apart: `bound` relative, or a
@@ -196,7 +201,7 @@ class Observations:
       return ""
     names = sorted(self.vanishing)
     return (f"; left out: {', '.join(names[:3])}{', ...' if len(names) > 3 else ''}, whose "
-            "step-0 gradient is within rounding of 0 on both sides (as a bias before a batch "
+            "gradient is within rounding of 0 on both sides (as a bias before a batch "
             "norm's is): its relative figures say nothing, and no tolerance covers them")
 
 

@@ -316,7 +316,7 @@ def test_a_fused_batch_norm_after_a_bias_is_named_past_the_bias_gradients_noise(
   assert bias and bias[0].diff.max_rel > 0.1, bias  # the noise: no rounding-size figure
   assert [h.split(" (")[0] for h in report.hints] == ["TF1's batch norm is fused"], \
       report.hints
-  assert report.hints[0].endswith("; left out: conv1/bias, whose step-0 gradient is within "
+  assert report.hints[0].endswith("; left out: conv1/bias, whose gradient is within "
                                   "rounding of 0 on both sides (as a bias before a batch "
                                   "norm's is): its relative figures say nothing, and no "
                                   "tolerance covers them)")

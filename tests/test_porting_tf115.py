@@ -246,7 +246,7 @@ def test_a_bias_whose_gradient_is_rounding_noise_does_not_hide_the_runtime():
   obs.vanishing = diagnosis.Observations.vanishing.func(obs)
   assert obs.vanishing == {"tower_0/Variable_1"}
   (line,) = machines.other_runtime(obs)
-  assert "(up to 4.1e-07 relative; left out: tower_0/Variable_1, whose step-0 gradient is " \
+  assert "(up to 4.1e-07 relative; left out: tower_0/Variable_1, whose gradient is " \
       "within rounding of 0 on both sides" in line, line
 
 
