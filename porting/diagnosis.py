@@ -27,17 +27,20 @@ from porting.causes import scale
 from porting.diffs import flat
 
 ROUNDING = 1e-5  # max rel of a difference that is rounding, not a different computation
+NOISE = 1e-2  # max rel from which a vanishing gradient's difference is its values' noise
 
 # The order the report lists them in; a rule may read what earlier ones found (obs.found).
 RULES = (scale.gradient_scale, scale.regularization, scale.penalty_by_hand,
          optimizers.learning_rate, batch_norm.fused, batch_norm.other_towers,
-         batch_norm.update_rounding, gradients.fused_bias, gradients.gradient_sums,
+         batch_norm.update_rounding, gradients.vanishing_only, gradients.fused_bias,
+         gradients.gradient_sums,
          scale.not_a_power_of_two, averages.read_order, averages.follow_the_weights,
          optimizers.adam_one_minus_beta, optimizers.adam_beta_powers, optimizers.momentum,
          optimizers.rmsprop, optimizers.sparse_update, machines.other_runtime)
 # The rules that name a rounding: none where the update parts further than rounding
 # (Observations.update_apart), which they cannot explain.
-ROUNDING_RULES = (batch_norm.fused, batch_norm.update_rounding, gradients.fused_bias,
+ROUNDING_RULES = (batch_norm.fused, batch_norm.update_rounding, gradients.vanishing_only,
+                  gradients.fused_bias,
                   gradients.gradient_sums, scale.not_a_power_of_two, optimizers.sparse_update,
                   machines.other_runtime)
 # Keras optimizers whose step moves a weight by the rate times a sum of gradients: a
@@ -111,15 +114,18 @@ class Observations:
     if self.update_apart:
       return parting.Parting(self.start, "update", detail=self.update_detail())
     probes = self.tf1.facts.get("probes", {})
+    # A gradient 0 up to rounding parts first wherever it is (an attention key's bias):
+    # where the bits part is said of the rest (the not-explained line says what it left).
+    bad = [r for r in self.bad if not self._noise(r)] or self.bad
     if probes is None:  # the forward pass fetched layer by layer gave other bits
-      where = parting.first_parting(self.bad, self.table, None)
+      where = parting.first_parting(bad, self.table, None)
       if where is not None and where.kind == "forward" and where.step == 0:
         where.detail = (": a tower's loss or outputs differ from the same weights and batch; "
                         "its layers could not be compared: the forward pass run again with "
                         "each layer's output fetched gives other bits than the step's own "
                         "(a fetched tensor keeps grappler from fusing its ops)")
       return where
-    return parting.first_parting(self.bad, self.table, self.tf1.facts.get("structure"),
+    return parting.first_parting(bad, self.table, self.tf1.facts.get("structure"),
                                  probes, self.tf2.facts.get("probes"), self.pairs)
 
   @functools.cached_property
@@ -173,8 +179,11 @@ class Observations:
     floor = lambda step: ROUNDING * (largest[step] if step < len(largest) else 0.0)
     # At any step: a gradient that is 0 but for rounding at step 2 (a second layer's
     # attention key bias, the same bits until then) is noise there as well.
+    # Noise, not a small gradient: the two sides apart by a share of the values themselves
+    # (NOISE of them; rounding of a real gradient, however small, is ~1e-7 of it).
     return {r.tf1 for r in self.table if r.kind == "gradient" and 0 < r.diff.max_abs and
-            r.diff.max_abs <= floor(r.step) and r.diff.max_abs <= floor(r.step) * r.diff.max_rel}
+            r.diff.max_rel >= NOISE and r.diff.max_abs <= floor(r.step) and
+            r.diff.max_abs <= floor(r.step) * r.diff.max_rel}
 
   def rounding(self, rows, bound=ROUNDING):
     """Whether every row of `rows` is at most rounding apart: `bound` relative, or a
@@ -236,7 +245,7 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers_, reduction="
             "chose its own)" if "recorded" in tf1.facts else
             ", one tower, or TF_ENABLE_ONEDNN_OPTS=0 on both sides")
             if onednn else " or one tower") +  # oneDNN's setting only where it is on
-        " to narrow it" + _fused_first(obs))
+        " to narrow it" + _fused_first(obs) + obs.noise_note())
   return hints
 
 

@@ -33,6 +33,8 @@ class Parting:
   rel: float = 0.0
   shared: list = dataclasses.field(default_factory=list)
   detail: str = ""
+  inexact: int = 0  # of the gradients above: within the tolerance, not the same bits
+  forward_inexact: bool = False  # the step's forward pass: within the tolerance, not the same
 
   def line(self):
     if self.kind == "forward":
@@ -41,10 +43,13 @@ class Parting:
                ": a tower's loss or outputs differ from the same weights and batch"))
     if self.kind == "update":
       return f"the bits part at step {self.step} in the update: {self.detail}"
+    above = (f"the {self.above} gradient(s) above it the same bits" if not self.inexact else
+             f"the {self.above} gradient(s) above it within the tolerance ({self.inexact} of "
+             "them not the same bits)")
     where = (f"the bits part at step {self.step} in the backward pass: from the loss down, "
              f"the first gradient that differs is {self.variable}'s ({self.rel:.2g} relative)"
-             f", with the {self.above} gradient(s) above it the same bits and the forward "
-             "pass the same bits")
+             f", with {above} and the forward pass " +
+             ("within the tolerance" if self.forward_inexact else "the same bits"))
     if self.shared:
       where += "; between its layer and the next one up, TF1's tower 0 uses " + "; ".join(
           f"{tensor} {k} times ({', '.join(types)})" for tensor, k, types in self.shared)
@@ -175,13 +180,17 @@ def first_parting(bad, table, structure_fact, probes1=None, probes2=None, pairs=
   if not structure_fact or not any(r.kind == "gradient" for r in at):
     return None
   gradients = {r.tf1: r for r in table if r.step == step and r.kind == "gradient"}
-  above = 0
+  above = inexact = 0
   for name in structure_fact["order"]:
     row = gradients.get(name)
     if row is None:
       continue
     if row in at:
       return Parting(step, "gradient", name, above, row.diff.max_rel,
-                     [tuple(s) for s in structure_fact["shared"].get(name, [])])
+                     [tuple(s) for s in structure_fact["shared"].get(name, [])],
+                     inexact=inexact, forward_inexact=any(
+                         r.diff.max_abs != 0 for r in table
+                         if r.step == step and r.kind in ("loss", "outputs")))
     above += 1
+    inexact += row.diff.max_abs != 0
   return None

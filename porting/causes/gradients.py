@@ -87,3 +87,16 @@ def gradient_sums(obs):
             "tower to see whether anything else differs"]
   return [f"{line} The port is not at fault; compare with a tolerance of that size (grappler "
           "as by default here)"]
+
+
+def vanishing_only(obs):
+  """Every row apart is a gradient 0 up to rounding on both sides (a bias before a batch
+  norm, an attention key's bias: softmax ignores a shift of the scores), or what it moved."""
+  if not obs.bad or not obs.vanishing or not all(obs.rounding([r], 0) for r in obs.bad):
+    return []
+  names = sorted(obs.vanishing)
+  return [f"only gradients within rounding of 0 differ: {', '.join(names[:3])}"
+          f"{', ...' if len(names) > 3 else ''} (with the weights and slots they move), 0 up "
+          "to rounding on both sides, as a bias's before a batch norm, or an attention key's "
+          "bias's, is; every other row is within the tolerance. The port is not at fault "
+          "there; their relative figures say nothing, and no tolerance covers them"]
