@@ -73,6 +73,16 @@ def test_a_difference_no_rule_fits_says_where_the_bits_part():
       "TF1's tower 0 uses tower_0/block/Relu:0 3 times (Conv2D x3)")
   forward = parting.first_parting([row(1, "outputs", "tower_0", 1e-3)], table, structure)
   assert forward.line().startswith("the bits part at step 1 in the forward pass")
+  # Under a tolerance the rows above can be within it and not the same bits: said so (a tiny
+  # BERT's 32 gradients above were 'the same bits', 12 of them up to 40 ULPs apart).
+  table = [row(0, "loss", "tower_0", 1e-7), row(0, "gradient", "top", 2e-7),
+           row(0, "gradient", "middle", 3e-6), row(0, "gradient", "bottom", 0.0)]
+  where = parting.first_parting([r for r in table if not r.diff.within(1e-6)], table,
+                                structure)
+  assert where.line().startswith(
+      "the bits part at step 0 in the backward pass: from the loss down, the first gradient "
+      "that differs is middle's (3e-06 relative), with the 1 gradient(s) above it within the "
+      "tolerance (1 of them not the same bits) and the forward pass within the tolerance;")
 
 
 def _ema_port():
