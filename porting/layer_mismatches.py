@@ -32,6 +32,10 @@ def mismatches(tf1, tf2, pairs):
         modes.add(_short(a.scope))
         out.append(f"batch norm {_short(a.scope)}: normalizes with TF1 {_mode(a)}, TF2 "
                    f"{_mode(b)}")
+  ln1, ln2 = getattr(tf1, "layer_norm", []), getattr(tf2, "layer_norm", [])
+  if len(ln1) == len(ln2):  # else not compared (unread)
+    out += [f"layer norm {_short(s1)}: epsilon TF1 {a:.6g}, TF2 {b:.6g}"
+            for (s1, a), (_, b) in zip(ln1, ln2) if _f32(a) != _f32(b)]
   return out + _moving(tf1, tf2, pairs, modes) + _regularization(
       tf1.regularization, tf2.regularization, pairs)
 
@@ -48,6 +52,10 @@ def unread(tf1, tf2, pairs):
       out.append(f"batch norm {', '.join(layers)}: the {side} side assigns "
                  f"{', '.join(found)} in a form the kit does not recognise as a moving "
                  "average; the momentum is not compared, the steps' numbers are")
+  ln1, ln2 = getattr(tf1, "layer_norm", []), getattr(tf2, "layer_norm", [])
+  if len(ln1) != len(ln2):  # one side's in a form the kit does not recognise (Keras's own)
+    out.append(f"layer norms: TF1 {len(ln1)} recognised ({_scopes(ln1, 3)}), TF2 {len(ln2)} "
+               f"({_scopes(ln2, 3)}); their epsilons are not compared, the steps' numbers are")
   return out
 
 
@@ -155,8 +163,11 @@ def _short(scope):
   return "/".join(parts) or scope
 
 
-def _scopes(layers):
-  return ", ".join(_short(b.scope) for b in layers) or "none"
+def _scopes(layers, most=None):
+  """The layers' scopes (BatchNorms, or (scope, epsilon) pairs), the first `most` of them."""
+  names = [_short(b.scope if hasattr(b, "scope") else b[0]) for b in layers]
+  shown = names if most is None else names[:most]
+  return (", ".join(shown) + (", ..." if len(names) > len(shown) else "")) or "none"
 
 
 def _mode(bn):

@@ -58,6 +58,9 @@ class Settings:
   debiased: dict = dataclasses.field(default_factory=dict)
   unread: list = dataclasses.field(default_factory=list)
   roles: dict = dataclasses.field(default_factory=dict)
+  # [(scope, epsilon)] of the layer norms (tf.contrib / tf_slim's layer_norm, BERT's) the
+  # kit recognises: tf.nn.batch_normalization over the features.
+  layer_norm: list = dataclasses.field(default_factory=list)
 
 
 _FOLDED = {"Sub": np.subtract, "Mul": np.multiply, "Add": np.add, "AddV2": np.add}
@@ -87,6 +90,20 @@ def _source(tensor):
   return tensor
 
 
+def _over_last_axis(variance):
+  """Whether `variance` is a mean over its input's last axis (the moments of a layer norm; a
+  batch norm's are over the batch and the positions)."""
+  while variance.op.type in ("Squeeze", "Identity") and variance.op.inputs:
+    variance = variance.op.inputs[0]
+  op = variance.op
+  if op.type != "Mean":
+    return False
+  axes, rank = tf.get_static_value(op.inputs[1]), op.inputs[0].shape.rank
+  if axes is None or not rank:
+    return False
+  return rank - 1 in {int(a) % rank for a in np.ravel(axes)}
+
+
 def _scope(name, suffix):
   for end in ("/dropout" + suffix, suffix):  # tf.layers' drop1/dropout: the layer, drop1
     if name.endswith(end):
@@ -100,7 +117,7 @@ def read(ops, variable_of, statistics, run=lambda op: True, updates=None):
   names of its non-trainable variables (what a moving average may update); `run(op)` whether
   the step runs an assign op; `updates` the ops whose assigns are read (default `ops`: the
   towers whose UPDATE_OPS the train op runs need not be tower 0)."""
-  dropout, batch_norm = [], []
+  dropout, batch_norm, layer_norm = [], [], []
   for op in ops:
     if op.type == "GreaterEqual" and "dropout" in op.name:
       rate = _const(op.inputs[1])
@@ -113,9 +130,12 @@ def read(ops, variable_of, statistics, run=lambda op: True, updates=None):
       epsilon = _const(op.inputs[1])
       if epsilon is not None:
         variance = _source(op.inputs[0])
+        if _over_last_axis(variance):  # a layer norm: tf.nn.batch_normalization over features
+          layer_norm.append((BATCHNORM_ADD.sub("", op.name), epsilon))
+          continue
         batch_norm.append(BatchNorm(BATCHNORM_ADD.sub("", op.name), epsilon,
                                     variable_of(variance) is None))
-  found = Settings(dropout, batch_norm, {})
+  found = Settings(dropout, batch_norm, {}, layer_norm=layer_norm)
   for op in ops if updates is None else updates:
     if op.type in ASSIGNS and run(op):
       name = variable_of(op.inputs[0])

@@ -143,3 +143,73 @@ def test_a_train_op_without_the_update_ops_is_said_to_update_nothing():
   assert str(raised.value) == (
       "the layers' settings differ: batch norm bn1: TF2 updates its moving statistics each "
       "step (momentum 0.9), TF1 does not; set them alike on both sides before comparing")
+
+
+def _layer_norm_tower(images, labels):
+  """A dense layer, tf_slim's layer_norm over the features (BERT's, epsilon 1e-12), logits."""
+  slim = porting.tf1_layers.slim()
+  x = tf.reshape(images, [images.shape[0], -1])
+  x = slim.fully_connected(x, 8, activation_fn=tf.nn.tanh, scope="hidden")
+  x = slim.layer_norm(x, begin_norm_axis=-1, begin_params_axis=-1, scope="norm")
+  logits = slim.fully_connected(x, drop.CLASSES, activation_fn=None, scope="logits")
+  return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=labels, logits=logits)), logits
+
+
+class _HandNorm(keras.layers.Layer):
+  """Layer norm as BERT's TF2 ports wrote it: moments over the features, then
+  tf.nn.batch_normalization (the TF1 form, with its epsilon)."""
+
+  def __init__(self, epsilon, **kwargs):
+    super().__init__(**kwargs)
+    self.epsilon = epsilon
+
+  def build(self, input_shape):
+    self.beta = self.add_weight(name="beta", shape=input_shape[-1:], initializer="zeros")
+    self.gamma = self.add_weight(name="gamma", shape=input_shape[-1:], initializer="ones")
+
+  def call(self, x):
+    mean, variance = tf.nn.moments(x, [-1], keepdims=True)
+    return tf.nn.batch_normalization(x, mean, variance, self.beta, self.gamma, self.epsilon)
+
+
+def _layer_norm_port(norm):
+  def build():
+    return keras.Sequential([keras.Input((drop.SIZE, drop.SIZE, 3)), keras.layers.Flatten(),
+                             keras.layers.Dense(8, activation="tanh", name="hidden"), norm,
+                             keras.layers.Dense(drop.CLASSES, name="logits")])
+
+  def replica_loss(model, images, labels, global_batch):
+    del global_batch
+    logits = model(images)
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=logits)), logits
+
+  return porting.Port(tower_loss=_layer_norm_tower,
+                      tf1_optimizer=lambda step: tf.compat.v1.train.GradientDescentOptimizer(
+                          0.1), build_model=build, replica_loss=replica_loss,
+                      tf2_optimizer=lambda: keras.optimizers.SGD(0.1),
+                      gradient_reduction="mean")
+
+
+def test_a_layer_norm_is_no_batch_norm_and_its_epsilon_is_compared_where_both_are_read():
+  """tf_slim's layer_norm normalizes with tf.nn.batch_normalization over the features: it was
+  read as a batch norm, and a port with Keras's LayerNormalization was refused with 'batch
+  norm layers: TF1 5 (bert/embeddings/LayerNorm, ...), TF2 0' (a tiny BERT). Now a layer norm
+  is one: compared where both sides' are recognised, said not compared where one side's is
+  not, and a port runs."""
+  keras_norm = porting.compare(
+      _layer_norm_port(keras.layers.LayerNormalization(epsilon=1e-12, name="norm")),
+      drop.batches(1), replicas=1, steps=1)
+  assert ("layer norms: TF1 1 recognised (norm), TF2 0 (none); their epsilons are not "
+          "compared, the steps' numbers are") in keras_norm.unread
+  assert keras_norm.rows
+  with pytest.raises(porting.PortError) as raised:
+    porting.compare(_layer_norm_port(_HandNorm(1e-3, name="norm")), drop.batches(1),
+                    replicas=1, steps=1)
+  assert str(raised.value) == (
+      "the layers' settings differ: layer norm norm: epsilon TF1 1e-12, TF2 0.001; set them "
+      "alike on both sides before comparing")
+  same = porting.compare(_layer_norm_port(_HandNorm(1e-12, name="norm")), drop.batches(1),
+                         replicas=1, steps=1)
+  assert not [line for line in same.unread if "layer norm" in line]
