@@ -161,6 +161,8 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
       # Streamed: the step's rows now, then only what the diagnosis reads is kept (step 0's
       # gradients), so memory stays that of one step of both sides, at any number of steps.
       table += report.step_rows(s, a, b, pairs, trace1, optimizers, factor)
+      if hasattr(towers, "global_step_now"):  # where the TF1 schedule reads its step
+        trace1.facts.setdefault("global_steps", []).append(towers.global_step_now())
       # Each step's largest TF1 gradient: what a vanishing gradient is measured against.
       trace1.facts.setdefault("largest_gradient", []).append(max(
           (float(np.abs(g).max()) for g in a.gradients.values() if np.size(g)), default=0.0))

@@ -31,7 +31,10 @@ class Port:
     on that tower's device. Written as the original's `tower_loss(scope, images, labels)` (a
     first parameter named `scope`), it gets that name scope, for `get_collection(.., scope)`.
   tf1_optimizer(global_step) -> a tf.compat.v1.train.Optimizer (its learning rate may decay
-    with global_step, which the train op increments once per step).
+    with global_step; the kit passes global_step to its apply_gradients, which increments it
+    once per step as tf.compat.v1.train's optimizers do: an optimizer of the team's own that
+    ignores it, as BERT's AdamWeightDecayOptimizer does, leaves it where it is, and the
+    report says so).
   build_model() -> the TF2 model (a Keras model or layer, or a tf.Module); called under the
     strategy's scope, so its variables are mirrored.
   replica_loss(model, images, labels, global_batch_size) -> loss, or (loss, outputs): one

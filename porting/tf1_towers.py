@@ -208,6 +208,9 @@ class Towers:
     """The learning rate at the current global step."""
     return float(self.sess.run(self.learning_rate))
 
+  def global_step_now(self):
+    return int(self.sess.run(self.global_step))
+
   def save(self, prefix):
     """Saves every variable under its TF1 name (no meta graph: the team builds its own; no
     `checkpoint` index: the folder's own latest checkpoint stays its latest)."""

@@ -184,3 +184,30 @@ def test_differences_only_in_gradients_that_are_zero_but_for_rounding_are_said_a
   hints = diagnosis.causes(report.pairs, report.tf1, report.tf2, rows, 0.0, 1,
                            ("GradientDescentOptimizer", "SGD"), "mean", onednn=True)
   assert not any(h.startswith("only gradients within rounding") for h in hints), hints
+
+
+class _StepIgnored(v1.train.GradientDescentOptimizer):
+  """BERT's AdamWeightDecayOptimizer's way: apply_gradients takes global_step and leaves it."""
+
+  def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+    del global_step
+    return super().apply_gradients(grads_and_vars, name=name)
+
+
+def test_a_global_step_the_tf1_train_op_never_moves_is_said():
+  """A tiny BERT whose optimizer ignores global_step (as BERT's own does) had TF1's rate 0
+  at every step, and the kit listed guesses (decay_steps x N, a step count per replica, ...)
+  that all missed it. The TF1 global step is read after each step."""
+  port = dataclasses.replace(
+      m.port(recurrent=False, clipped=False),
+      tf1_optimizer=lambda step: _StepIgnored(v1.train.exponential_decay(1.0, step, 1, 0.5)),
+      tf2_optimizer=lambda: keras.optimizers.SGD(
+          keras.optimizers.schedules.ExponentialDecay(1.0, 1, 0.5)))
+  report = porting.compare(port, m.batches(1, 3), replicas=1, steps=3)
+  assert report.tf1.facts["global_steps"] == [0, 0, 0]
+  assert report.hints[0] == (
+      "the learning rate differs from step 1 (TF1 1, TF2 0.5): TF1's global step stays at 0 "
+      "through the 3 steps (its train op does not increment it: an optimizer whose "
+      "apply_gradients ignores global_step, as BERT's AdamWeightDecayOptimizer does; "
+      "increment it there), so its schedule stays at that step's rate while TF2's iterations "
+      "advance")

@@ -13,6 +13,12 @@ def learning_rate(obs):
   s = next(i for i, (a, b) in enumerate(zip(*rates)) if a != b)
   head = (f"the learning rate differs from step {s} (TF1 {rates[0][s]:.6g}, TF2 "
           f"{rates[1][s]:.6g})")
+  steps = getattr(getattr(obs, "tf1", None), "facts", {}).get("global_steps", [])
+  if len(steps) > 1 and len(set(steps)) == 1:  # measured after each step
+    return [f"{head}: TF1's global step stays at {steps[0]} through the {len(steps)} steps "
+            "(its train op does not increment it: an optimizer whose apply_gradients ignores "
+            "global_step, as BERT's AdamWeightDecayOptimizer does; increment it there), so "
+            "its schedule stays at that step's rate while TF2's iterations advance"]
   shift = _shift(*rates)
   if shift:
     ahead = "ahead of" if shift > 0 else "behind"
