@@ -50,8 +50,9 @@ def to_tf2(values, towers, optimizer, notes):
       rest.insert(0, f"{name} (TF1's learning rate, {value:.6g}: the port's rate is a "
                   "schedule of the step)")
   if rest:
-    notes.append("not carried (the TF2 model and optimizer hold nothing of them): "
-                 + ", ".join(rest))
+    notes.append("not carried (the kit pairs nothing on the TF2 side with them: variables "
+                 "the TF1 code makes beside the model and tf.compat.v1.train's slots, as an "
+                 "optimizer of its own keeps its moments): " + ", ".join(rest))
 
 
 def to_tf1(towers, optimizer, carried, notes):
@@ -69,6 +70,7 @@ def to_tf1(towers, optimizer, carried, notes):
       values[other] = carried[other]
   initial = [n for n in others(towers) if n not in values]
   if initial:
-    notes.append("written at their initial values (nothing in the TF2 checkpoint holds "
-                 "them; --tf1_checkpoint carries them from the run's own): " + ", ".join(initial))
+    notes.append("written at their initial values (the kit pairs nothing in the TF2 "
+                 "checkpoint with them; --tf1_checkpoint carries them from the run's own): "
+                 + ", ".join(initial))
   return values

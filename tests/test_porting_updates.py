@@ -211,3 +211,31 @@ def test_a_global_step_the_tf1_train_op_never_moves_is_said():
       "apply_gradients ignores global_step, as BERT's AdamWeightDecayOptimizer does; "
       "increment it there), so its schedule stays at that step's rate while TF2's iterations "
       "advance")
+
+
+def test_a_rate_variable_a_scheduled_port_cannot_hold_is_said_both_ways(tmp_path):
+  """Where the port's rate is a schedule, the TF1 script's `lr` has no place: said, with why,
+  each way; the run's own TF1 checkpoint carries it back."""
+  port = dataclasses.replace(
+      m.port(recurrent=False, clipped=False), tf2_optimizer=lambda: keras.optimizers.SGD(
+          keras.optimizers.schedules.ExponentialDecay(1.0, 10, 0.5)))
+  example = m.batches(1, 1)[0]
+  tf1 = _tf1_checkpoint(str(tmp_path / "tf1" / "model.ckpt"), 0.25)
+  notes = []
+  tf2 = porting.tf1_to_tf2(port, tf1, str(tmp_path / "tf2" / "ckpt"), example, notes=notes)
+  assert notes == [
+      "not carried (the kit pairs nothing on the TF2 side with them: variables the TF1 code "
+      "makes beside the model and tf.compat.v1.train's slots, as an optimizer of its own "
+      "keeps its moments): lr (TF1's learning rate, 0.25: the port's rate is a schedule of "
+      "the step)"]
+  notes = []
+  back = porting.tf2_to_tf1(port, tf2, str(tmp_path / "back" / "model.ckpt"), example,
+                            notes=notes)
+  assert notes == [
+      "written at their initial values (the kit pairs nothing in the TF2 checkpoint with "
+      "them; --tf1_checkpoint carries them from the run's own): lr"]
+  assert tf.train.load_checkpoint(back).get_tensor("lr") == np.float32(m.RATE)
+  notes = []
+  again = porting.tf2_to_tf1(port, tf2, str(tmp_path / "again" / "model.ckpt"), example,
+                             notes=notes, tf1_checkpoint=tf1)
+  assert notes == [] and tf.train.load_checkpoint(again).get_tensor("lr") == np.float32(0.25)
