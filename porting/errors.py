@@ -31,7 +31,12 @@ def one_line(error, did=None):
   ours = [(f, n) for f, n in outside if not os.path.abspath(f).startswith(_KIT)]
   at = f" at {ours[-1][0]}:{ours[-1][1]}" if ours else ""
   lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-  message = lines[-1][:300] if lines else ""
+  # The line that says what: autograph's wrapper ends with the original "XError: ..." (its
+  # last such line); a message of several lines (Keras's, a bullet list after it) begins
+  # with it.
+  typed = [line for line in lines if re.match(r"\w+(Error|Exception): ", line)]
+  message = (typed[-1] if typed else lines[-1] if "in user code:" in text else
+             lines[0] if lines else "")[:300]
   name = type(error).__name__
   if did is not None:
     return f"the port {did}{at}"

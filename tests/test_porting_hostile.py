@@ -189,3 +189,17 @@ def test_a_port_missing_a_function_is_the_ports_error_not_the_kits():
   with pytest.raises(porting.PortError) as raised:
     bn_momentum_port.port(tf2_optimizer=None)
   assert str(raised.value) == "Port's tf2_optimizer must be a function, got NoneType"
+
+
+def test_a_message_of_several_lines_is_said_by_its_first():
+  """Keras 3's errors put what is wrong first and a bullet list after it; the kit's one line
+  kept the last line ('• training=True') and lost the message."""
+  def replica_loss():
+    raise ValueError("Only input tensors may be passed as positional arguments.\n"
+                     "Received arguments:\n  • training=True")
+  try:
+    replica_loss()
+  except ValueError as e:
+    line = porting.errors.one_line(e)
+  assert line.startswith("the port raised ValueError at ")
+  assert line.endswith(": Only input tensors may be passed as positional arguments.")
