@@ -145,6 +145,10 @@ def translated(error):
   with Keras 3") or for tf.contrib, gone from TensorFlow 2; None for any other error."""
   text = str(error)
   if isinstance(error, AttributeError) and text.endswith("has no attribute 'contrib'"):
+    if tf.__version__.startswith("1."):  # recording where tf.contrib is: named otherwise
+      return PortError(f"the TF1 code calls contrib through a module TensorFlow "
+                       f"{tf.__version__} keeps none in ({text.split(' has no')[0]}): "
+                       "tf.contrib is its name here")
     return PortError("the TF1 code calls tf.contrib, which TensorFlow 2 does not have: its "
                      "slim and layers are the tf_slim package (slim = "
                      "porting.tf1_layers.slim(); pip install tf-slim), the rest has TF2 "

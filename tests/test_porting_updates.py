@@ -239,3 +239,16 @@ def test_a_rate_variable_a_scheduled_port_cannot_hold_is_said_both_ways(tmp_path
   again = porting.tf2_to_tf1(port, tf2, str(tmp_path / "again" / "model.ckpt"), example,
                              notes=notes, tf1_checkpoint=tf1)
   assert notes == [] and tf.train.load_checkpoint(again).get_tensor("lr") == np.float32(0.25)
+
+
+def test_contrib_missing_on_tensorflow_1_is_not_said_to_be_tensorflow_2s(monkeypatch):
+  """Recording on TensorFlow 1.15, tower code that reached contrib as tf.compat.v1.contrib
+  was told 'TensorFlow 2 does not have' it and to record where its TensorFlow runs: it was."""
+  error = AttributeError("module 'tensorflow._api.v1.compat.v1' has no attribute 'contrib'")
+  monkeypatch.setattr(tf, "__version__", "1.15.5")
+  assert str(tf1_layers.translated(error)) == (
+      "the TF1 code calls contrib through a module TensorFlow 1.15.5 keeps none in (module "
+      "'tensorflow._api.v1.compat.v1'): tf.contrib is its name here")
+  monkeypatch.setattr(tf, "__version__", "2.21.0")
+  assert str(tf1_layers.translated(error)).startswith(
+      "the TF1 code calls tf.contrib, which TensorFlow 2 does not have")
