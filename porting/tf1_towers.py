@@ -87,7 +87,11 @@ class Towers:
             updates += v1.get_collection(v1.GraphKeys.UPDATE_OPS, scope)
           tower_grads.append([(g, v) for g, v in optimizer.compute_gradients(loss)
                               if g is not None])
-      self.model_variables = [v for v in v1.global_variables() if v not in before]
+      # Not Keras 3's SeedGenerator state (tf.keras layers in the towers under TF 2.16+: a
+      # Dropout's random stream, which the kit's aligned draws replace and a port's Keras
+      # model does not count among its weights either).
+      self.model_variables = [v for v in v1.global_variables() if v not in before and
+                              not _name(v).endswith("seed_generator_state")]
       if not self.model_variables:
         raise PortError("tower_loss created no variable (build them with "
                         "tf.compat.v1.get_variable or tf.compat.v1.layers)")

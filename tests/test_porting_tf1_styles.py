@@ -7,6 +7,7 @@ penalty missing from the port was "not explained", and tf_slim did not import.""
 import functools
 import sys
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -203,3 +204,36 @@ def test_statistics_updated_in_place_by_every_tower_are_named_as_such(monkeypatc
                               "UPDATE_OPS, as a batch norm with updates_collections=None"), \
       moving[0]
   assert "the Port's update_ops cannot choose them" in moving[0]
+
+
+def test_tf_keras_layers_inside_the_towers_compare_without_a_variable_map():
+  """The TF1 official MNIST model_fn builds tf.keras layers in the graph; under TensorFlow
+  2.16+ those are Keras 3's, whose Dropout keeps a SeedGenerator state variable. It was left
+  unmatched ('TF1 tower_0/seed_generator_1/seed_generator_state [2]; TF2 none'), and a
+  variable_map to None of its per-process name broke the replay of a 1.15 record."""
+  def tower_loss(images, labels):
+    model = tf.keras.Sequential([tf.keras.layers.Dense(4, activation=tf.nn.relu),
+                                 tf.keras.layers.Dropout(0.5), tf.keras.layers.Dense(3)])
+    logits = model(images, training=True)
+    return tf.compat.v1.losses.sparse_softmax_cross_entropy(labels=labels,
+                                                            logits=logits), logits
+
+  def replica_loss(model, images, labels, global_batch):
+    del global_batch
+    logits = model(images, training=True)
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=logits)), logits
+
+  port = porting.Port(
+      tower_loss=tower_loss,
+      tf1_optimizer=lambda step: tf.compat.v1.train.GradientDescentOptimizer(0.1),
+      build_model=lambda: keras.Sequential([keras.Input((6,)), keras.layers.Dense(4, "relu"),
+                                            keras.layers.Dropout(0.5), keras.layers.Dense(3)]),
+      replica_loss=replica_loss, tf2_optimizer=lambda: keras.optimizers.SGD(0.1),
+      gradient_reduction="mean")
+  rng = np.random.default_rng(0)
+  batches = [(rng.normal(size=(8, 6)).astype(np.float32),
+              rng.integers(0, 3, 8).astype(np.int32)) for _ in range(2)]
+  report = porting.compare(port, batches, replicas=2, steps=2)
+  assert report.equal, report.text()
+  assert len(report.pairs) == 4
