@@ -137,6 +137,10 @@ class Observations:
     if self.optimizers[1] not in LINEAR or not self.bad:
       return []
     s = self.start
+    # Only past a forward pass and gradients at most rounding apart: where those differ more,
+    # a clipping by their norm on both sides scales two different norms.
+    if self.worst(self.table, s) > ROUNDING:
+      return []
     rate = max(abs(self.rates[0][s]), abs(self.rates[1][s]))
     rows = {(r.step, r.kind, r.tf1): r for r in self.table}
     out = []

@@ -81,7 +81,27 @@ def structure(graph, variables, tower="tower_0/"):
   for ops in readers.values():
     layer_ops.update(c.name for c in ops)
   shared = {name: _shared(readers[name], consumers, layer_ops) for name in order}
-  return {"order": order, "shared": shared, "conv_biases": _conv_biases(forward, variables)}
+  return {"order": order, "shared": shared, "conv_biases": _conv_biases(forward, variables),
+          "reads": _reads(forward, variables, consumers)}
+
+
+def _reads(forward, variables, consumers):
+  """{variable: k} of those read k > 1 times by ops of one type (a recurrent layer's kernel
+  by each step's MatMul): the layer probes compare a variable's first read only."""
+  counts = {}
+  for op in forward:
+    if op.type in ("ReadVariableOp", "Identity") and op.inputs and (
+        op.inputs[0].op.name in variables):
+      users = [u.type for t in op.outputs for u in consumers.get(t.name, [])
+               if u.type not in ("ReadVariableOp", "Identity")]
+      for kind in users:
+        key = (op.inputs[0].op.name, kind)
+        counts[key] = counts.get(key, 0) + 1
+  found = {}
+  for (name, _), k in counts.items():
+    if k > 1:
+      found[name] = max(found.get(name, 0), k)
+  return found
 
 
 CONVOLUTIONS = ("Conv2D", "Conv3D", "DepthwiseConv2dNative", "Conv2DBackpropInput")
@@ -124,9 +144,22 @@ def _shared(start, consumers, layer_ops):
   return found[:MAX_SHARED]
 
 
-def _forward(step, probes1, probes2, pairs, order):
+def _forward(step, probes1, probes2, pairs, order, reads=None):
   """The forward Parting at `step` from both sides' probes (TF1 names; `order` from the loss
-  down), or a plain forward Parting where no layer can be compared."""
+  down), or a plain forward Parting where no layer can be compared; `reads` {variable: k} of
+  those read k times, said where they are (a probe compares a variable's first read)."""
+  where = _forward_layers(step, probes1, probes2, pairs, order)
+  if reads and where.detail:
+    names = sorted(reads, key=lambda n: (-reads[n], n))
+    where.detail += (f"; {', '.join(names[:2])}{', ...' if len(names) > 2 else ''} "
+                     f"{'is' if len(names) == 1 else 'are'} read up to {reads[names[0]]} "
+                     "times in the forward pass (a recurrent layer's steps, or weights "
+                     "shared): the layers are compared at their first read, so a difference "
+                     "at a later read shows after it")
+  return where
+
+
+def _forward_layers(step, probes1, probes2, pairs, order):
   to2 = dict(pairs)
   before = None
   for name in reversed(order):
@@ -168,7 +201,8 @@ def first_parting(bad, table, structure_fact, probes1=None, probes2=None, pairs=
   at = [r for r in bad if r.step == step]
   if any(r.kind in ("loss", "outputs") for r in at):
     if step == 0 and probes1 and probes2 and structure_fact:
-      return _forward(step, probes1, probes2, pairs, structure_fact["order"])
+      return _forward(step, probes1, probes2, pairs, structure_fact["order"],
+                      structure_fact.get("reads"))
     return Parting(step, "forward")
   if not any(r.kind == "gradient" for r in at):
     first = min(at, key=lambda r: ("weight", "slot", "average").index(r.kind)

@@ -9,7 +9,8 @@ gradient descent on `clip_by_global_norm` of the gradients, at a rate held in a 
 sides' gradients are the same bits and only the update can part them.
 
 The faithful port clips by the global norm (Keras's `global_clipnorm`); `fault="clipnorm"`
-clips each variable by its own norm (Keras's `clipnorm`), a slip teams make.
+clips each variable by its own norm (Keras's `clipnorm`), a slip teams make, and
+`fault="forget_bias"` leaves out BasicLSTMCell's forget bias of 1.
 """
 
 import numpy as np
@@ -66,7 +67,12 @@ def tf1_optimizer(global_step, clipped=True):
 
 
 class Cell(keras.layers.Layer):
-  """TF1's BasicLSTMCell: one kernel over [input, h], gates i, j, f, o, forget bias 1."""
+  """TF1's BasicLSTMCell: one kernel over [input, h], gates i, j, f, o, forget bias 1 (0:
+  the slip of a port that leaves BasicLSTMCell's default out)."""
+
+  def __init__(self, forget_bias=1.0, **kwargs):
+    super().__init__(**kwargs)
+    self.forget_bias = forget_bias
 
   def build(self, input_shape):
     self.kernel = self.add_weight(name="kernel", shape=(2 * HIDDEN, 4 * HIDDEN))
@@ -76,17 +82,17 @@ class Cell(keras.layers.Layer):
     c, h = state
     i, j, f, o = tf.split(tf.nn.bias_add(tf.matmul(tf.concat([x, h], 1), self.kernel),
                                          self.bias), 4, axis=1)
-    c = c * tf.sigmoid(f + 1.0) + tf.sigmoid(i) * tf.tanh(j)
+    c = c * tf.sigmoid(f + self.forget_bias) + tf.sigmoid(i) * tf.tanh(j)
     return tf.tanh(c) * tf.sigmoid(o), (c, tf.tanh(c) * tf.sigmoid(o))
 
 
 class LanguageModel(keras.Model):
 
-  def __init__(self, recurrent=True):
+  def __init__(self, recurrent=True, forget_bias=1.0):
     super().__init__()
     self.embedding = keras.layers.Embedding(VOCAB, HIDDEN, name="embedding")
     self.embedding.build((None, WORDS))
-    self.cell = Cell(name="cell") if recurrent else None
+    self.cell = Cell(forget_bias, name="cell") if recurrent else None
     if recurrent:
       self.cell.build((None, HIDDEN))
     self.softmax_w = self.add_weight(name="softmax_w", shape=(HIDDEN, VOCAB))
@@ -127,7 +133,8 @@ def port(fault=None, recurrent=True, clipped=True, reduction="mean"):
       {"clipnorm": CLIP} if fault == "clipnorm" else {"global_clipnorm": CLIP})
   return Port(tower_loss=lambda x, y: tower_loss(x, y, recurrent),
               tf1_optimizer=lambda step: tf1_optimizer(step, clipped),
-              build_model=lambda: LanguageModel(recurrent),
+              build_model=lambda: LanguageModel(recurrent,
+                                                0.0 if fault == "forget_bias" else 1.0),
               replica_loss=_mean_loss if reduction == "mean" else _summed_loss,
               tf2_optimizer=lambda: keras.optimizers.SGD(RATE, **clip),
               gradient_reduction=reduction)

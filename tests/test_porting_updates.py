@@ -252,3 +252,18 @@ def test_contrib_missing_on_tensorflow_1_is_not_said_to_be_tensorflow_2s(monkeyp
   monkeypatch.setattr(tf, "__version__", "2.21.0")
   assert str(tf1_layers.translated(error)).startswith(
       "the TF1 code calls tf.contrib, which TensorFlow 2 does not have")
+
+
+def test_a_recurrent_layers_fault_is_located_with_what_its_probes_compare():
+  """A port without BasicLSTMCell's forget bias: the forward pass parts (the forget gate acts
+  from the second word on). Its probes compare each variable's first read, the cell's at the
+  first word, where the forget gate multiplies a zero state: the line says so. And a clipping
+  by two different global norms is no update that parts: the gradients already differ."""
+  report = porting.compare(m.port("forget_bias"), m.batches(1, 1), replicas=1, steps=1)
+  [line] = _causes(report)
+  assert line.startswith("  cause: not explained: no known cause fits; the bits part at step "
+                         "0 in the forward pass")
+  assert ("Model/RNN/basic_lstm_cell/bias, Model/RNN/basic_lstm_cell/kernel are read up to 4 "
+          "times in the forward pass (a recurrent layer's steps, or weights shared): the "
+          "layers are compared at their first read") in line
+  assert "in the update" not in line
