@@ -24,6 +24,7 @@ from porting.causes import gradients
 from porting.causes import machines
 from porting.causes import optimizers
 from porting.causes import scale
+from porting.causes import updates
 from porting.diffs import flat
 
 ROUNDING = 1e-5  # max rel of a difference that is rounding, not a different computation
@@ -43,12 +44,6 @@ ROUNDING_RULES = (batch_norm.fused, batch_norm.update_rounding, gradients.vanish
                   gradients.fused_bias,
                   gradients.gradient_sums, scale.not_a_power_of_two, optimizers.sparse_update,
                   machines.other_runtime)
-# Keras optimizers whose step moves a weight by the rate times a sum of gradients: a
-# difference in the gradients moves the weights by at most UPDATE_SLACK x the rate x it
-# (momentum's and Nesterov's factors). Adam's, RMSProp's and Adagrad's steps are not
-# bounded so: a rounding of a gradient near 0 moves its weight by up to the rate.
-LINEAR = ("SGD", "TF1Momentum")
-UPDATE_SLACK = 4
 
 
 SECONDARY = ("the moving averages follow the weights",)
@@ -130,46 +125,12 @@ class Observations:
 
   @functools.cached_property
   def update_apart(self):
-    """[(weight Row, what it moved apart, the rate x its gradient's difference)] at the first
-    step that differs: the trainable weights further apart after it than the step's
-    gradients can move them (a linear step, LINEAR), beyond rounding: there the two updates
-    differ (a clipping, a decay of the weights, another formula)."""
-    if self.optimizers[1] not in LINEAR or not self.bad:
-      return []
-    s = self.start
-    # Only past a forward pass and gradients at most rounding apart: where those differ more,
-    # a clipping by their norm on both sides scales two different norms.
-    if self.worst(self.table, s) > ROUNDING:
-      return []
-    rate = max(abs(self.rates[0][s]), abs(self.rates[1][s]))
-    rows = {(r.step, r.kind, r.tf1): r for r in self.table}
-    out = []
-    for name in self.names:
-      w, g = rows.get((s, "weight", name)), rows.get((s, "gradient", name))
-      if w is None or g is None or w.diff.shape_mismatch or w.diff.nonfinite or (
-          g.diff.shape_mismatch or g.diff.nonfinite or w.diff.max_rel <= ROUNDING):
-        continue
-      before = rows.get((s - 1, "weight", name))
-      moved = rate * g.diff.max_abs
-      if w.diff.max_abs > UPDATE_SLACK * moved + (before.diff.max_abs if before else 0.0):
-        out.append((w, w.diff.max_abs, moved))
-    return sorted(out, key=lambda x: -x[0].diff.max_rel)
+    """updates.apart: the weights further apart after the first step that differs than its
+    gradients can move them."""
+    return updates.apart(self)
 
   def update_detail(self):
-    """What the update Parting says of update_apart."""
-    at = self.update_apart
-    step = [r for r in self.table if r.step == self.start and
-            r.kind in ("loss", "outputs", "gradient")]
-    g = self.worst(step)
-    named = "; ".join(f"{w.tf1} {w.diff.max_rel:.2g} relative (|diff| {d:.2g} against the "
-                      f"rate x its gradient's {m:.2g})" for w, d, m in at[:3])
-    return ("the forward pass and every gradient " +
-            ("the same bits" if g == 0 else f"at most {g:.2g} relative apart") +
-            ", the weights after it further apart than the step's gradients move them: " +
-            named + (f", and {len(at) - 3} more" if len(at) > 3 else "") +
-            "; what runs there is the optimizers' update: a clipping of the gradients (by "
-            "each variable's norm against by their global norm; each replica's before the "
-            "sum), a decay of the weights, or its formula")
+    return updates.detail(self)
 
   @functools.cached_property
   def vanishing(self):

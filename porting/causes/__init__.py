@@ -7,9 +7,11 @@ it does not. porting.diagnosis.RULES runs them in the order the report lists the
   batch_norm    a fused TF1 batch norm; the moving statistics of another tower; moving
                 averages that differ by their update's rounding
   gradients     only bias gradients apart where oneDNN fuses; a tensor used k times whose
-                gradient terms are summed in another order
+                gradient terms are summed in another order; only gradients 0 up to rounding
+  updates       weights apart further than their gradients move them (where the bits part)
   optimizers    the learning rate's decay; Adam's 1 - beta and beta powers; momentum's
-                accumulator; RMSProp's mean square from ones and its epsilon
+                accumulator; RMSProp's mean square from ones and its epsilon; an
+                embedding's sparse update
   averages      the EMA: read at another point of the step; apart only as far as the weights
                 they average
   machines      a TF1 side recorded on another TensorFlow, kernel family or CPU
