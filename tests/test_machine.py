@@ -4,6 +4,7 @@ and that every run log, the kit's report and the equivalence report carry it."""
 
 import dataclasses
 import subprocess
+import types
 
 import pytest
 import tensorflow as tf
@@ -151,3 +152,12 @@ def test_a_training_run_and_its_evaluation_log_their_machine(tmp_path, caplog):
                         "--dataset=synthetic", "--run_once", "--num_examples=8", "--seed=1",
                         f"--eval_dir={tmp_path / 'eval'}")
   assert result.returncode == 0 and line in result.stderr, result.stderr[-2000:]
+
+
+def test_tensorflow_1s_own_keras_is_named_where_no_keras_package_is(monkeypatch):
+  """TensorFlow 1.15 bundles tf.keras (2.2.4-tf) and no keras package: its records' machine
+  line said 'Keras not installed' though tf.keras built the towers' layers there."""
+  monkeypatch.setattr(machine, "_version", lambda package: "not installed")
+  bundled = types.SimpleNamespace(keras=types.SimpleNamespace(__version__="2.2.4-tf"))
+  assert machine._keras(bundled) == "2.2.4-tf (tf.keras)"  # pylint: disable=protected-access
+  assert machine._keras(types.SimpleNamespace()) == "not installed"  # pylint: disable=W0212

@@ -21,8 +21,8 @@ from porting.trace import Trace
 from tests import helpers
 
 TF115 = os.environ.get("TF115_PYTHON")
-THERE = ("AMD EPYC, 2 CPUs (avx2 fma), oneDNN off, TensorFlow 1.15.5, Keras not installed, "
-         "no GPU")
+THERE = ("AMD EPYC, 2 CPUs (avx2 fma), oneDNN off, TensorFlow 1.15.5, Keras 2.2.4-tf "
+         "(tf.keras), no GPU")
 HERE = "AMD EPYC, 2 CPUs (avx2 fma), oneDNN on, TensorFlow 2.21.0, Keras 3.15.1, no GPU"
 
 

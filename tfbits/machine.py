@@ -179,6 +179,17 @@ def _version(package):
     return "not installed"
 
 
+def _keras(tf):
+  """The Keras package's version; where there is none, TensorFlow 1.x's own (tf.keras,
+  '2.2.4-tf' in 1.15), which built the towers' tf.keras layers there."""
+  version = _version("keras")
+  if version == "not installed":
+    bundled = getattr(getattr(tf, "keras", None), "__version__", None)
+    if bundled:
+      return f"{bundled} (tf.keras)"
+  return version
+
+
 def describe():
   """This process's Machine (TensorFlow imported; its GPU runtime is not started)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -186,6 +197,6 @@ def describe():
   gpus, driver = _gpus()
   return Machine(cpu=cpu, cpus=os.cpu_count() or 0, isa=isa, onednn=_runtime_onednn(isa),
                  onednn_max_isa=os.environ.get("ONEDNN_MAX_CPU_ISA", ""),
-                 tensorflow=tf.__version__, keras=_version("keras"), gpus=gpus,
+                 tensorflow=tf.__version__, keras=_keras(tf), gpus=gpus,
                  gpu_driver=driver,
                  deterministic_ops=os.environ.get("TF_DETERMINISTIC_OPS", ""))
