@@ -73,13 +73,15 @@ def match(tf1, tf2, explicit=None):
   for a, b in pairs.items():
     if tf1_shapes[a] != tf2_shapes[b]:
       raise PortError(f"TF1 {a!r} {list(tf1_shapes[a])} is paired with TF2 {b!r} "
-                      f"{list(tf2_shapes[b])}: the shapes differ")
+                      f"{list(tf2_shapes[b])}: the shapes differ"
+                      + _lstm_layout(tf1_shapes, tf2_shapes))
   if left1 or left2:
     raise PortError(
         "variables left unmatched (give the port a variable_map, TF1 name -> TF2 name): "
         f"TF1 {', '.join(f'{n} {list(tf1_shapes[n])}' for n in left1) or 'none'}; "
         f"TF2 {', '.join(f'{n} {list(tf2_shapes[n])}' for n in left2) or 'none'}"
-        + _batch_norm_setting(left1, left2) + _debias_state(left1, left2))
+        + _batch_norm_setting(left1, left2) + _debias_state(left1, left2)
+        + _lstm_layout(tf1_shapes, tf2_shapes))
   return [(a, pairs[a]) for a in tf1_shapes]
 
 
@@ -136,6 +138,19 @@ def _by_name(tf1_shapes, tf2_shapes, pairs):
 
 # A batch norm's scale and offset variables, by the names tf.layers, tf_slim and Keras give.
 _SCALE, _CENTER = ("gamma", "scale"), ("beta", "offset")
+
+
+def _lstm_layout(tf1_names, tf2_names):
+  """Where TF1's LSTM cells (one kernel over [input, h], gates i, j, f, o) meet Keras's LSTM
+  (kernel and recurrent_kernel, gates i, f, c, o): no variable map pairs those."""
+  if not (any(n.endswith("lstm_cell/kernel") for n in tf1_names) and
+          any(n.endswith("recurrent_kernel") for n in tf2_names)):
+    return ""
+  return (" (TF1's BasicLSTMCell and LSTMCell keep one kernel over [input, h] with the gates "
+          "in the order i, j, f, o, and add the forget bias in the step; Keras's LSTM keeps a "
+          "kernel and a recurrent_kernel, the gates in the order i, f, c, o: the kit pairs "
+          "whole variables, so port the cell as TF1 computes it: one kernel, its gate order "
+          "and forget bias (MIGRATION.md, TF1's RNN cells))")
 
 
 def _batch_norm_setting(left1, left2):

@@ -114,3 +114,21 @@ def test_creation_order_never_pairs_gamma_with_beta():
   # Where the roles cannot be lined up, nothing is paired by guess: one line, as any unmatched.
   with pytest.raises(porting.PortError, match="variables left unmatched"):
     matching.match(tf1[:3], [tf2[0], ("net/c0_bn/beta", (8,)), ("net/c0_bn/w", (8,))])
+
+
+def test_a_keras_lstm_against_tf1s_lstm_cell_says_why_no_map_pairs_them():
+  """A PTB port with Keras's LSTM: 'give the port a variable_map', and the map then gave
+  'the shapes differ'; neither said that the two keep their kernels in other layouts."""
+  tf1 = [("rnn/basic_lstm_cell/kernel", (64, 128)), ("rnn/basic_lstm_cell/bias", (128,))]
+  tf2 = [("lstm/lstm_cell/kernel", (32, 128)), ("lstm/lstm_cell/recurrent_kernel", (32, 128)),
+         ("lstm/lstm_cell/bias", (128,))]
+  for explicit in (None, {"rnn/basic_lstm_cell/kernel": "lstm/lstm_cell/kernel",
+                          "rnn/basic_lstm_cell/bias": "lstm/lstm_cell/bias"}):
+    with pytest.raises(porting.PortError) as raised:
+      matching.match(tf1, tf2, explicit)
+    assert str(raised.value).endswith(
+        "(TF1's BasicLSTMCell and LSTMCell keep one kernel over [input, h] with the gates in "
+        "the order i, j, f, o, and add the forget bias in the step; Keras's LSTM keeps a "
+        "kernel and a recurrent_kernel, the gates in the order i, f, c, o: the kit pairs "
+        "whole variables, so port the cell as TF1 computes it: one kernel, its gate order and "
+        "forget bias (MIGRATION.md, TF1's RNN cells))")
