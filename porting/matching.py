@@ -36,6 +36,12 @@ def match(tf1, tf2, explicit=None):
   """[(tf1 name, tf2 name)] in TF1 creation order; PortError if any variable is left."""
   tf1_shapes = {_name(n): tuple(s) for n, s in tf1}
   tf2_shapes = {_name(n): tuple(s) for n, s in tf2}
+  if len(tf2_shapes) < len(tf2):  # a dict of them would keep one: said, not collapsed
+    names = [_name(n) for n, _ in tf2]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    raise PortError(f"the port's model holds several variables named {', '.join(repeated)} "
+                    "(Keras paths repeat where layers built outside the model's own scope share "
+                    "a name): give those layers names of their own")
   pairs = {}
   for a, b in (explicit or {}).items():
     if b is None:  # a TF1 variable the port has no counterpart of, left out on purpose

@@ -280,7 +280,8 @@ def _rate(optimizer):
       rate = optimizer._call_if_callable(getattr(optimizer, attribute))  # pylint: disable=protected-access
       return tf.convert_to_tensor(rate, tf.float32)
   raise PortError(f"tf1_optimizer returned {type(optimizer).__name__}, which keeps no learning "
-                  "rate where tf.compat.v1.train's optimizers do (_learning_rate or _lr)")
+                  "rate where tf.compat.v1.train's optimizers do (_learning_rate or _lr): "
+                  "set self._learning_rate to its rate (a float or a tensor) in its __init__")
 
 
 def _name(variable):

@@ -203,3 +203,18 @@ def test_a_message_of_several_lines_is_said_by_its_first():
     line = porting.errors.one_line(e)
   assert line.startswith("the port raised ValueError at ")
   assert line.endswith(": Only input tensors may be passed as positional arguments.")
+
+
+def test_a_tf1_optimizer_without_a_readable_rate_is_told_where_to_keep_it():
+  from tests import bn_momentum_port  # pylint: disable=g-import-not-at-top
+
+  class NoRate(tf.compat.v1.train.GradientDescentOptimizer):
+    def __init__(self):
+      super().__init__(0.1)
+      del self._learning_rate
+
+  with pytest.raises(porting.PortError) as raised:
+    porting.compare(bn_momentum_port.port(tf1_optimizer=lambda step: NoRate()),
+                    bn_momentum_port.batches(1), replicas=1, steps=1)
+  assert str(raised.value).endswith(
+      "set self._learning_rate to its rate (a float or a tensor) in its __init__")

@@ -192,6 +192,7 @@ def _layer_norm_port(norm):
                       gradient_reduction="mean")
 
 
+@pytest.mark.filterwarnings("ignore:`layer.apply` is deprecated")  # tf_slim's own call
 def test_a_layer_norm_is_no_batch_norm_and_its_epsilon_is_compared_where_both_are_read():
   """tf_slim's layer_norm normalizes with tf.nn.batch_normalization over the features: it was
   read as a batch norm, and a port with Keras's LayerNormalization was refused with 'batch

@@ -132,3 +132,14 @@ def test_a_keras_lstm_against_tf1s_lstm_cell_says_why_no_map_pairs_them():
         "kernel and a recurrent_kernel, the gates in the order i, f, c, o: the kit pairs "
         "whole variables, so port the cell as TF1 computes it: one kernel, its gate order and "
         "forget bias (MIGRATION.md, TF1's RNN cells))")
+
+
+def test_two_port_variables_of_one_name_are_said_not_collapsed():
+  """Keras layers built outside the model's scope can share a path: the unmatched line listed
+  the two as one."""
+  tf1 = [("a/query/kernel", (4, 4)), ("b/query/kernel", (4, 4))]
+  tf2 = [("query/kernel", (4, 4)), ("query/kernel", (4, 4))]
+  with pytest.raises(porting.PortError) as raised:
+    matching.match(tf1, tf2)
+  assert str(raised.value).startswith(
+      "the port's model holds several variables named query/kernel")

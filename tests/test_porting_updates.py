@@ -6,6 +6,7 @@ import dataclasses
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import porting
@@ -15,6 +16,8 @@ from porting import tf1_layers
 from tests import recurrent_port as m
 
 v1 = tf.compat.v1
+# TF1's RNN cells warn at construction (the binaries' screens filter it: tfbits.quiet).
+pytestmark = pytest.mark.filterwarnings("ignore:`tf.nn.rnn_cell.")
 
 
 def _causes(report):
