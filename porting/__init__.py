@@ -9,7 +9,8 @@
 
   spec        Port: what a team hands the kit (its functions on both sides)
   check       compare() and its Report
-  tf1_towers  the TF1 side: towers in a graph, average_gradients, a Session
+  tf1_towers  the TF1 side: towers in a graph, a Session (tf1_update: average_gradients,
+              the script's tf1_gradients, the optimizer's rate)
   tf2_replicas the TF2 side: MirroredStrategy, a tape per replica, a Keras optimizer
               (keras_variables: its variables and slots by name)
   matching    TF1 variable names to TF2 variables (name, shape, creation order, a map)

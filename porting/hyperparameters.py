@@ -33,6 +33,7 @@ IMPLIED = {"GradientDescentOptimizer": {"momentum": 0.0, "nesterov": False},
 # What no TF1 optimizer does: a Keras optimizer that does it differs from the first step.
 KERAS_CLASSES = ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "Nadam",
                  "Ftrl", "Lion", "Adafactor", "Lamb")
+CLIPPING = ("clipnorm ", "clipvalue ", "global_clipnorm ")  # the lines of Keras's clipping
 KERAS_ONLY = {"clipnorm": None, "clipvalue": None, "global_clipnorm": None, "use_ema": False,
               "weight_decay": None, "amsgrad": False}
 

@@ -68,6 +68,11 @@ class Port:
     trainable variables; Inception's `trainable + tf.compat.v1.moving_average_variables()`
     averages the batch norms' moving statistics too), and tf2_ema_variables(model) -> the
     port's (None: its trainable variables). Both sides must average the same variables.
+  tf1_gradients(grads_and_vars) -> the [(gradient, variable)] the TF1 script hands
+    apply_gradients, from the towers' averaged ones (its `tf.clip_by_global_norm`, as the PTB
+    and BERT scripts clip between tf.gradients and apply_gradients); None: as they are. The
+    report compares the gradients before it, as it does the port's before its optimizer's
+    clipping (Keras's global_clipnorm).
   tf1_global_step() -> the global step variable as the team's TF1 code makes it, before its
     towers (Inception's train script: a float32 get_variable('global_step', [],
     initializer=tf.constant_initializer(0), trainable=False)); None:
@@ -92,6 +97,7 @@ class Port:
   tf1_global_step: Optional[Callable] = None
   tf1_ema_variables: Optional[Callable] = None
   tf2_ema_variables: Optional[Callable] = None
+  tf1_gradients: Optional[Callable] = None
 
   def __post_init__(self):
     # The five the kit calls: a None or a non-callable here is the port's, said as such

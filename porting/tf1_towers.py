@@ -17,6 +17,7 @@ from porting import layer_probes
 from porting import parting
 from porting import random_ops
 from porting import tf1_layers
+from porting import tf1_update
 from porting import tf1_variables
 from porting import spec
 from porting.errors import PortError
@@ -28,15 +29,6 @@ from porting.trace import Trace
 v1 = tf.compat.v1
 VARIABLE_OPS = ("VarHandleOp", "VariableV2", "Variable")
 GRAPH_SEED = 0
-
-
-def average_gradients(tower_grads):
-  """The original's: per variable, the mean over towers of each tower's gradient."""
-  averaged = []
-  for grads_and_vars in zip(*tower_grads):
-    grads = [tf.expand_dims(g, 0) for g, _ in grads_and_vars]
-    averaged.append((tf.reduce_mean(tf.concat(grads, 0), 0), grads_and_vars[0][1]))
-  return averaged
 
 
 class Towers:
@@ -95,9 +87,9 @@ class Towers:
       if not self.model_variables:
         raise PortError("tower_loss created no variable (build them with "
                         "tf.compat.v1.get_variable or tf.compat.v1.layers)")
-      grads = average_gradients(tower_grads)
+      grads = tf1_update.average_gradients(tower_grads)
       self.gradients = {_name(v): g for g, v in grads}
-      self.learning_rate = _rate(optimizer)
+      self.learning_rate = tf1_update.rate(optimizer)
       trainable = [v for _, v in grads]
       ema = port.tf1_ema(global_step) if port.tf1_ema else None
       # What the EMA averages: the trainable variables, or what tf1_ema_variables says
@@ -107,7 +99,8 @@ class Towers:
       if ema is not None and port.ema_order == "before_update":
         updates = updates + [ema.apply(averaged)]
       with tf.control_dependencies(updates):
-        self.train_op = optimizer.apply_gradients(grads, global_step=global_step)
+        self.train_op = optimizer.apply_gradients(tf1_update.applied(port, grads),
+                                                  global_step=global_step)
       if ema is not None and port.ema_order == "after_update":
         with tf.control_dependencies([self.train_op]):
           self.train_op = ema.apply(averaged)
@@ -270,18 +263,6 @@ def _tower(port, takes_scope, scope, images, labels):
     if error is None:
       raise
     raise error from None
-
-
-def _rate(optimizer):
-  """The optimizer's learning rate as a float32 tensor: GradientDescent and Momentum keep it
-  as `_learning_rate`, Adam as `_lr`, RMSProp, Adagrad and the others as one of the two."""
-  for attribute in ("_learning_rate", "_lr"):
-    if hasattr(optimizer, attribute):
-      rate = optimizer._call_if_callable(getattr(optimizer, attribute))  # pylint: disable=protected-access
-      return tf.convert_to_tensor(rate, tf.float32)
-  raise PortError(f"tf1_optimizer returned {type(optimizer).__name__}, which keeps no learning "
-                  "rate where tf.compat.v1.train's optimizers do (_learning_rate or _lr): "
-                  "set self._learning_rate to its rate (a float or a tensor) in its __init__")
 
 
 def _name(variable):

@@ -128,6 +128,13 @@ def _summed_loss(model, words, targets, global_batch):
   return mean * share, logits
 
 
+def clip_by_global_norm(grads_and_vars):
+  """The script's own lines between tf.gradients and apply_gradients (Port.tf1_gradients)."""
+  grads, variables = zip(*grads_and_vars)
+  clipped, _ = tf.clip_by_global_norm(grads, CLIP)
+  return list(zip(clipped, variables))
+
+
 def port(fault=None, recurrent=True, clipped=True, reduction="mean"):
   clip = {} if not clipped else (
       {"clipnorm": CLIP} if fault == "clipnorm" else {"global_clipnorm": CLIP})

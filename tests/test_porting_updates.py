@@ -270,3 +270,29 @@ def test_a_recurrent_layers_fault_is_located_with_what_its_probes_compare():
           "times in the forward pass (a recurrent layer's steps, or weights shared): the "
           "layers are compared at their first read") in line
   assert "in the update" not in line
+
+
+def test_the_scripts_clipping_between_its_gradients_and_their_update_is_a_port_field():
+  """The PTB and BERT scripts clip between tf.gradients and apply_gradients; the kit builds
+  that train op, and both ports had to move the clip into an optimizer subclass.
+  Port(tf1_gradients=...) takes the script's lines as they are: the faithful port differs
+  by the gradient sums' rounding only, as with the subclass (grappler may round those sums
+  another way in the other graph), and a per-variable clip is still located in the update."""
+  plain = lambda step: v1.train.GradientDescentOptimizer(v1.Variable(m.RATE, trainable=False,
+                                                                    name="lr"))
+  for fault in (None, "clipnorm"):
+    hook = porting.compare(dataclasses.replace(m.port(fault), tf1_optimizer=plain,
+                                               tf1_gradients=m.clip_by_global_norm),
+                           m.batches(1, 2), replicas=1, steps=2)
+    assert ("not compared: the gradients' clipping: TF1's is tf1_gradients, which the kit "
+            f"does not read (TF2's: {'global_clipnorm' if fault is None else 'clipnorm'} 0.05); "
+            "the steps' numbers compare them") in hook.text()
+    [line] = _causes(hook)
+    if fault is None:
+      assert line.startswith("  cause: gradient sums") and "The port is not at fault" in line
+    else:
+      assert "the bits part at step 0 in the update" in line
+  with pytest.raises(porting.PortError) as raised:
+    porting.compare(dataclasses.replace(m.port(), tf1_gradients=lambda gv: gv[:1]),
+                    m.batches(1, 1), replicas=1, steps=1)
+  assert str(raised.value).startswith("tf1_gradients must return the [(gradient, variable)]")
