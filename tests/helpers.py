@@ -1,8 +1,12 @@
 """Running the binaries the way a user does, bounded in time, with readable logs."""
 
+import contextlib
+import fcntl
+import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -145,3 +149,18 @@ def call(module, *args):
     sys.stdout.write(out.getvalue())  # still there for capsys, as a process's would be
   return subprocess.CompletedProcess([module, *args], status, out.getvalue(),
                                      logs.getvalue() + err.getvalue())
+
+
+@contextlib.contextmanager
+def recorder_build_lock():
+  """One build of ./recorder at a time: its setup.py clears recorder/build and writes its
+  egg-info there, so two xdist workers building it at once (the wheel test, and the TF 1.15
+  tests where TF115_PYTHON is set) broke each other's build."""
+  path = os.path.join(tempfile.gettempdir(),
+                      f"recorder-build-{hashlib.sha1(REPO.encode()).hexdigest()[:12]}.lock")
+  with open(path, "w") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+      yield
+    finally:
+      fcntl.flock(lock, fcntl.LOCK_UN)

@@ -30,10 +30,11 @@ RUN = ("import runpy, sys\n"
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
   out = tmp_path_factory.mktemp("wheel")
-  built = subprocess.run(
-      [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-       "-w", str(out), "./recorder"], cwd=helpers.REPO, capture_output=True, text=True,
-      timeout=180)
+  with helpers.recorder_build_lock():
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(out), "./recorder"], cwd=helpers.REPO, capture_output=True, text=True,
+        timeout=180)
   assert built.returncode == 0, built.stderr[-2000:]
   (name,) = os.listdir(out)
   return out / name

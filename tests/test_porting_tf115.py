@@ -102,8 +102,9 @@ def recorder(tmp_path_factory):
   target = str(tmp_path_factory.mktemp("recorder"))
   words = shlex.split(command)
   assert words[:5] == ["python", "-m", "pip", "install", "./recorder"], words
-  done = subprocess.run([TF115, *words[1:], "--target", target], cwd=helpers.REPO,
-                        env=_env(), capture_output=True, text=True, timeout=300)
+  with helpers.recorder_build_lock():
+    done = subprocess.run([TF115, *words[1:], "--target", target], cwd=helpers.REPO,
+                          env=_env(), capture_output=True, text=True, timeout=300)
   assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
   assert os.path.isfile(os.path.join(target, "porting", "record.py"))
   return target
