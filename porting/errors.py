@@ -19,11 +19,17 @@ _LIBRARIES = tuple(os.sep + p + os.sep for p in ("tensorflow", "tensorflow_core"
 _KIT = os.path.dirname(os.path.abspath(__file__)) + os.sep  # this package's folder
 
 
+# Lines that wrap a message rather than say it: TensorFlow's graph errors and Keras 3's layer
+# call errors put the op's or the layer's own words after them.
+_WRAPPERS = ("Graph execution error", "Detected at node", "File \"",
+             "Exception encountered when calling", "Arguments received by", "\u2022")
+
+
 def one_line(error, did=None):
   """One line for an exception the port's own code raised: what, and the innermost line of
   the team's code (outside TensorFlow, Keras and this kit). Inside a tf.function, autograph
   puts the original frames into the message ('in user code: File "...", line N ...')."""
-  text = str(error)
+  text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))  # Keras 3 prints its message in bold
   frames = [(f.filename, f.lineno) for f in traceback.extract_tb(error.__traceback__)]
   frames += [(f, int(n)) for f, n in re.findall(r'File "([^"]+)", line (\d+)', text)]
   outside = [(f, n) for f, n in frames
@@ -35,8 +41,11 @@ def one_line(error, did=None):
   # last such line); a message of several lines (Keras's, a bullet list after it) begins
   # with it.
   typed = [line for line in lines if re.match(r"\w+(Error|Exception): ", line)]
+  said = [line for line in lines if not line.startswith(_WRAPPERS)]
+  if text.startswith("Graph execution error"):  # the op's own words follow its node's frames
+    said = [line for line in said if not line.startswith("[[")][-1:]
   message = (typed[-1] if typed else lines[-1] if "in user code:" in text else
-             lines[0] if lines else "")[:300]
+             said[0] if said else lines[0] if lines else "")[:300]
   name = type(error).__name__
   if did is not None:
     return f"the port {did}{at}"

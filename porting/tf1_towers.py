@@ -152,7 +152,11 @@ class Towers:
         self.setters[_name(v)] = (value, v.assign(value))
       # A checkpoint a TF1 Saver restores: TF1 names, and the TF1 team's own Saver reads it.
       self.saver = v1.train.Saver(self.all_variables)
-      init = v1.global_variables_initializer()
+      # As a tf.train.Scaffold (Estimator, MonitoredSession) initializes: the feature columns'
+      # vocabulary tables too (a vocabulary_list column's lookup, else "Table not
+      # initialized"), and local variables.
+      init = tf.group(v1.global_variables_initializer(), v1.local_variables_initializer(),
+                      v1.tables_initializer())
     self.graph.finalize()
     self.sess = v1.Session(graph=self.graph, config=session_config)
     self.sess.run(init)

@@ -218,3 +218,26 @@ def test_a_tf1_optimizer_without_a_readable_rate_is_told_where_to_keep_it():
                     bn_momentum_port.batches(1), replicas=1, steps=1)
   assert str(raised.value).endswith(
       "set self._learning_rate to its rate (a float or a tensor) in its __init__")
+
+
+def test_a_wrapped_message_is_said_by_the_wrapped_words():
+  """TensorFlow's graph errors ('Graph execution error:', the node's frames, then the op's
+  words) and Keras 3's layer errors ('Exception encountered when calling X.call().', then
+  the words in bold) were said by their wrapper's first line."""
+  def tower():
+    raise tf.errors.FailedPreconditionError(
+        None, None, "Graph execution error:\n\nDetected at node tower_0/lookup defined at "
+        "(most recent call last):\n  File \"model.py\", line 62, in tower_loss\n\nTable not "
+        "initialized.\n\t [[{{node tower_0/lookup}}]]")
+
+  def call():
+    raise ValueError("Exception encountered when calling DeepTower.call().\n\n\x1b[1mConcatV2 "
+                     "expected float, got int64\x1b[0m\n\nArguments received by "
+                     "DeepTower.call():\n  \u2022 x=tf.Tensor(shape=(4, 7))")
+  for raises, words in ((tower, ": Table not initialized."),
+                        (call, ": ConcatV2 expected float, got int64")):
+    try:
+      raises()
+    except Exception as e:  # pylint: disable=broad-except
+      line = porting.errors.one_line(e)
+    assert line.endswith(words), line

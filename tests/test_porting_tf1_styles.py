@@ -237,3 +237,37 @@ def test_tf_keras_layers_inside_the_towers_compare_without_a_variable_map():
   report = porting.compare(port, batches, replicas=2, steps=2)
   assert report.equal, report.text()
   assert len(report.pairs) == 4
+
+
+def test_a_feature_columns_vocabulary_table_is_initialized_as_a_scaffold_does():
+  """A wide & deep model_fn's vocabulary_list column reads a lookup table, which Estimator's
+  Scaffold initializes; the kit's Session ran the variables' initializer only: 'Table not
+  initialized', said as the port's error."""
+  words = ["a", "b", "c", "d"]
+
+  def tower_loss(images, labels):
+    column = tf.compat.v1.feature_column.indicator_column(
+        tf.compat.v1.feature_column.categorical_column_with_vocabulary_list("w", words))
+    strings = tf.gather(tf.constant(words), tf.cast(images[:, 0], tf.int32))
+    x = tf.compat.v1.feature_column.input_layer({"w": strings}, [column])
+    logits = tf.compat.v1.layers.dense(x, 3, name="logits")
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=logits)), logits
+
+  def replica_loss(model, images, labels, global_batch):
+    del global_batch
+    logits = model(tf.one_hot(tf.cast(images[:, 0], tf.int32), len(words)))
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=logits)), logits
+
+  port = porting.Port(
+      tower_loss=tower_loss,
+      tf1_optimizer=lambda step: tf.compat.v1.train.GradientDescentOptimizer(0.1),
+      build_model=lambda: keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)]),
+      replica_loss=replica_loss, tf2_optimizer=lambda: keras.optimizers.SGD(0.1),
+      gradient_reduction="mean")
+  rng = np.random.default_rng(0)
+  batches = [(rng.integers(0, 4, (4, 1)).astype(np.float32),
+              rng.integers(0, 3, 4).astype(np.int32)) for _ in range(2)]
+  report = porting.compare(port, batches, replicas=1, steps=2)
+  assert report.equal, report.text()
