@@ -45,6 +45,10 @@ def replica_mean(ctx, values):
   N = 3: every variable's averaged gradient off the towers' somewhere). DivNoNan, which that
   pass leaves alone, divides exactly as RealDiv does for N > 0.
   """
+  # A sparse gradient (an embedding's IndexedSlices) made dense on each replica first, as
+  # average_gradients' expand_dims does per tower: all-reduced as slices, its rows are
+  # concatenated and summed in another order (1 ULP apart at N = 2, a wide & deep model).
+  values = [tf.convert_to_tensor(v) if isinstance(v, tf.IndexedSlices) else v for v in values]
   summed = ctx.all_reduce(tf.distribute.ReduceOp.SUM, values)
   return [tf.math.divide_no_nan(v, tf.constant(ctx.num_replicas_in_sync, v.dtype))
           for v in summed]
