@@ -87,7 +87,7 @@ def match(tf1, tf2, explicit=None):
         f"TF1 {', '.join(f'{n} {list(tf1_shapes[n])}' for n in left1) or 'none'}; "
         f"TF2 {', '.join(f'{n} {list(tf2_shapes[n])}' for n in left2) or 'none'}"
         + _batch_norm_setting(left1, left2) + _debias_state(left1, left2)
-        + _lstm_layout(tf1_shapes, tf2_shapes))
+        + _lstm_layout(tf1_shapes, tf2_shapes) + _sizes(left1, left2, tf1_shapes, tf2_shapes))
   return [(a, pairs[a]) for a in tf1_shapes]
 
 
@@ -144,6 +144,19 @@ def _by_name(tf1_shapes, tf2_shapes, pairs):
 
 # A batch norm's scale and offset variables, by the names tf.layers, tf_slim and Keras give.
 _SCALE, _CENTER = ("gamma", "scale"), ("beta", "offset")
+
+
+def _sizes(left1, left2, tf1_shapes, tf2_shapes):
+  """Where as many are left on each side, of the same ranks, and only their sizes differ: a
+  variable map pairs names, not sizes (a hash bucket count off by one)."""
+  ranks = lambda names, shapes: sorted(len(shapes[n]) for n in names)
+  if not left1 or len(left1) != len(left2) or ranks(left1, tf1_shapes) != ranks(
+      left2, tf2_shapes) or sorted(tf1_shapes[n] for n in left1) == sorted(
+          tf2_shapes[n] for n in left2):
+    return ""
+  return (" (as many left on each side, of the same ranks, other sizes: a variable_map pairs "
+          "names and cannot pair those; a size set otherwise on one side, as a vocabulary's, "
+          "hash buckets' or units' count, is to be set alike)")
 
 
 def _lstm_layout(tf1_names, tf2_names):

@@ -143,3 +143,16 @@ def test_two_port_variables_of_one_name_are_said_not_collapsed():
     matching.match(tf1, tf2)
   assert str(raised.value).startswith(
       "the port's model holds several variables named query/kernel")
+
+
+def test_a_size_set_otherwise_is_not_sent_to_the_variable_map():
+  """A wide & deep port with 51 hash buckets against TF1's 50 was told to give a
+  variable_map, which pairs names and cannot make the sizes alike."""
+  tf1 = [("input_layer/occupation_embedding/embedding_weights", (50, 8))]
+  tf2 = [("deep/occupation_embedding/embeddings", (51, 8))]
+  with pytest.raises(porting.PortError) as raised:
+    matching.match(tf1, tf2)
+  assert str(raised.value).endswith(
+      "(as many left on each side, of the same ranks, other sizes: a variable_map pairs names "
+      "and cannot pair those; a size set otherwise on one side, as a vocabulary's, hash "
+      "buckets' or units' count, is to be set alike)")
