@@ -183,7 +183,8 @@ def _forward_layers(step, probes1, probes2, pairs, order):
     return Parting(step, "forward", name, rel=rel, detail=(
         f"{where}: {name}'s layer's input is {rel:.2g} relative apart"
         + (f" while {before}'s output is the same bits" if before else "") +
-        " (what is there reads no weight: an activation, a pooling, a dropout, a reshape, "
+        " (what is there reads no weight of a layer compared: an activation, a pooling, a "
+        "dropout, a reshape, an embedding's lookup, "
         "a normalization's statistics)"))
   if before is not None:
     return Parting(step, "forward", detail=(
