@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from porting.errors import PortError
 from porting import devices as replica_devices
+from porting import checkpoint_extras
 from porting import checkpoints
 from porting import diagnosis
 from porting import hyperparameters
@@ -151,7 +152,7 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
       raise PortError(differ)
     settings = towers.settings(), tf2.settings(first)
     differ = layer_mismatches.mismatches(*settings, pairs)
-    unread += layer_mismatches.unread(*settings, pairs)
+    unread += layer_mismatches.unread(*settings, pairs) + [_beside(towers)]
     if differ:
       raise PortError(f"the layers' settings differ: {'; '.join(differ)}; set them alike on "
                       "both sides before comparing")
@@ -196,6 +197,22 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
                            port.gradient_reduction, onednn=where.onednn)
   return Report(pairs, table, trace1, trace2, tolerance, hints, replicas, where,
                 [line for line in unread if line])
+
+
+def _beside(towers):
+  """The line naming TF1 variables beside the model, its slots, step and averages (an
+  optimizer of the team's own keeps its moments so: BERT's adam_m, adam_v), which no row
+  compares; None where there are none (a record holds only what the kit reads)."""
+  if not hasattr(towers, "all_variables"):
+    return None
+  names = [n for n in checkpoint_extras.others(towers) if n != towers.rate_variable and
+           not n.endswith("seed_generator_state")]  # Keras 3's dropout stream: the kit draws
+  if not names:
+    return None
+  return (f"{len(names)} TF1 variable(s) beside the model and tf.compat.v1.train's slots "
+          f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}: an optimizer of the "
+          "team's own keeps its state so): no row compares them; the weights' rows compare "
+          "what they do")
 
 
 def _averaged_alike(towers, tf2, pairs):

@@ -327,3 +327,20 @@ def test_an_embeddings_sparse_update_by_keras_adagrad_is_no_rounding():
   kit = porting.compare(dataclasses.replace(port, tf2_optimizer=lambda: porting.TF1Adagrad(0.5)),
                         m.batches(1), replicas=1, steps=2)
   assert kit.equal, kit.text()
+
+
+def test_tf1_state_beside_the_model_and_slots_is_said_not_compared():
+  """BERT's AdamWeightDecayOptimizer keeps its moments as get_variables of its own, not
+  tf.compat.v1.train slots: no row compared them and nothing said so."""
+  def own_state(step):
+    del step
+    v1.Variable(0.0, trainable=False, name="state_of_mine")
+    return v1.train.GradientDescentOptimizer(m.RATE)
+
+  port = dataclasses.replace(m.port(recurrent=False, clipped=False), tf1_optimizer=own_state)
+  report = porting.compare(port, m.batches(1, 1), replicas=1, steps=1)
+  assert ("1 TF1 variable(s) beside the model and tf.compat.v1.train's slots (state_of_mine: "
+          "an optimizer of the team's own keeps its state so): no row compares them; the "
+          "weights' rows compare what they do") in report.unread
+  plain = porting.compare(m.port(), m.batches(1, 1), replicas=1, steps=1)  # lr: the rate
+  assert not [line for line in plain.unread if "beside the model" in line]
