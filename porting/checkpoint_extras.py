@@ -21,7 +21,7 @@ def rate_variable(optimizer):
 
 def others(towers):
   """The TF1 graph's variables that are none of the model's, its slots, the global step,
-  Adam's beta powers or the moving averages: {name: None}, in the graph's order."""
+  Adam's beta powers or the moving averages: their names, in the graph's order."""
   known = {name for name, _ in towers.variables()} | set(towers.slot_names().values())
   known |= {towers.global_step.op.name, *towers.beta_powers}
   known |= {shadow.op.name for shadow in towers.averages.values()}
@@ -61,14 +61,15 @@ def to_tf1(towers, optimizer, carried, notes):
   TF1 checkpoint's); appends to `notes` what is written at its initial value."""
   values = {}
   name, rate = towers.rate_variable, keras_rate(optimizer)
-  for other in others(towers):
+  beside = others(towers)
+  for other in beside:
     if other == name and rate is not None:
       values[other] = rate.numpy()
       notes.append(f"carried: the optimizer's learning_rate ({float(values[other]):.6g}) "
                    f"as {other}")
     elif other in carried:
       values[other] = carried[other]
-  initial = [n for n in others(towers) if n not in values]
+  initial = [n for n in beside if n not in values]
   if initial:
     notes.append("written at their initial values (the kit pairs nothing in the TF2 "
                  "checkpoint with them; --tf1_checkpoint carries them from the run's own): "
