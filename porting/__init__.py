@@ -25,7 +25,8 @@
               output parts from the same input (both sides' layers probed from step 0's
               weights: layer_probes); the first gradient from the loss down, the tensors
               used k times there
-  hyperparameters  the two optimizers' settings, compared before a step runs
+  hyperparameters  the two optimizers' settings, compared before a step runs (ema_settings:
+              the two EMAs', what each averages, its decay and num_updates)
   layer_settings  the layers' (dropout rates, batch norm's epsilon, statistics and momentum,
               regularization), read from both sides' graphs; layer_mismatches compares them
               before a step runs

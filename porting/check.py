@@ -11,6 +11,7 @@ from porting import devices as replica_devices
 from porting import checkpoint_extras
 from porting import checkpoints
 from porting import diagnosis
+from porting import ema_settings
 from porting import hyperparameters
 from porting import layer_mismatches
 from porting import layer_probes
@@ -147,7 +148,7 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
       start = tf2.values()
     _start_averages(towers, tf2, pairs, start if start_from is None else
                     checkpoints.averages_of(start_from, towers, pairs), record is None)
-    differ = _averaged_alike(towers, tf2, pairs)
+    differ = ema_settings.differ(towers, tf2, pairs)
     if differ:
       raise PortError(differ)
     settings = towers.settings(), tf2.settings(first)
@@ -175,6 +176,9 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
           (float(np.abs(g).max()) for g in a.gradients.values() if np.size(g)), default=0.0))
       if s == 0:  # the starting weights fit a penalty written by hand, then go
         trace1.facts["penalty"] = penalties.fit(pairs, trace1.trainable, a, b, start)
+        trace1.facts["penalty_frameworks"] = penalties.framework(
+            pairs, trace1.facts["penalty"], settings[0].regularization,
+            settings[1].regularization, start)
         # Kept where step 0's forward passes part: the layers are compared from them.
         parted = record is None and any(
             r.kind in ("loss", "outputs") and not r.diff.within(tolerance) for r in table)
@@ -213,26 +217,6 @@ def _beside(towers):
           f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}: an optimizer of the "
           "team's own keeps its state so): no row compares them; the weights' rows compare "
           "what they do")
-
-
-def _averaged_alike(towers, tf2, pairs):
-  """The line naming variables one side's EMA averages and the other's does not, or None."""
-  if tf2.ema is None:
-    return None
-  to2 = dict(pairs)
-  tf1_side = {to2[a] for a in towers.averages if a in to2}
-  tf2_side = {tf2_replicas.variable_name(v) for v in tf2.averaged}
-  to1 = {b: a for a, b in pairs}
-  only = [(side, sorted(to1.get(n, n) for n in names)) for side, names in
-          (("TF1", tf1_side - tf2_side), ("TF2", tf2_side - tf1_side)) if names]
-  if not only:
-    return None
-  said = "; ".join(f"the {side} EMA averages {len(names)} variable(s) the other does not "
-                   f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
-                   for side, names in only)
-  return (f"the moving averages differ in what they average: {said}; give "
-          "tf1_ema_variables and tf2_ema_variables the same variables (Inception's EMA "
-          "averages tf.compat.v1.moving_average_variables() too)")
 
 
 def _start_averages(towers, tf2, pairs, start, tf1_too):

@@ -31,7 +31,8 @@ ROUNDING = 1e-5  # max rel of a difference that is rounding, not a different com
 NOISE = 1e-2  # max rel from which a vanishing gradient's difference is its values' noise
 
 # The order the report lists them in; a rule may read what earlier ones found (obs.found).
-RULES = (scale.gradient_scale, scale.regularization, scale.penalty_by_hand,
+RULES = (scale.gradient_scale, scale.uniform_scale, scale.loss_only, scale.regularization,
+         scale.penalty_by_hand,
          optimizers.learning_rate, batch_norm.fused, batch_norm.other_towers,
          batch_norm.update_rounding, gradients.vanishing_only, gradients.fused_bias,
          gradients.gradient_sums,
@@ -40,9 +41,8 @@ RULES = (scale.gradient_scale, scale.regularization, scale.penalty_by_hand,
          optimizers.rmsprop, optimizers.sparse_update, machines.other_runtime)
 # The rules that name a rounding: none where the update parts further than rounding
 # (Observations.update_apart), which they cannot explain.
-ROUNDING_RULES = (batch_norm.fused, batch_norm.update_rounding, gradients.vanishing_only,
-                  gradients.fused_bias,
-                  gradients.gradient_sums, scale.not_a_power_of_two, optimizers.sparse_update,
+ROUNDING_RULES = (scale.loss_only, batch_norm.fused, batch_norm.update_rounding,
+                  gradients.vanishing_only, gradients.fused_bias, gradients.gradient_sums, scale.not_a_power_of_two, optimizers.sparse_update,
                   machines.other_runtime)
 
 

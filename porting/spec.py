@@ -38,7 +38,9 @@ class Port:
   build_model() -> the TF2 model (a Keras model or layer, or a tf.Module); called under the
     strategy's scope, so its variables are mirrored.
   replica_loss(model, images, labels, global_batch_size) -> loss, or (loss, outputs): one
-    replica's loss, scaled as `gradient_reduction` says.
+    replica's loss, scaled as `gradient_reduction` says. On both sides `outputs` is a tensor,
+    or a list, tuple or dict of tensors of any shapes (a segmentation's logits beside a
+    classifier's scores), compared as one, flattened in tf.nest's order.
   tf2_optimizer() -> a Keras optimizer.
   gradient_reduction: how the replicas' gradients become one. "sum" (TF2's idiom): the loss
     is the sum over the replica's examples divided by the global batch
@@ -133,7 +135,24 @@ def loss_and_outputs(result):
             f"{type(loss).__name__} {loss!r}"[:80])
     raise PortError(f"a loss function returned {what} as its loss; return the loss as a "
                     "floating-point tensor computed from the weights (or (loss, outputs))")
-  return loss, outputs
+  return loss, _one_tensor(outputs)
+
+
+def _one_tensor(outputs):
+  """Several outputs (a segmentation's logits and a classifier's scores: a list, tuple or
+  dict of tensors of any shapes) as one flat tensor, in tf.nest's order, compared element by
+  element as one output is; both sides must return the same structure."""
+  if outputs is None or tf.is_tensor(outputs):
+    return outputs
+  parts = tf.nest.flatten(outputs)
+  if not parts or not all(tf.is_tensor(p) for p in parts):
+    raise PortError("a loss function returned outputs that are not tensors; return a tensor, "
+                    "or a list, tuple or dict of tensors")
+  dtypes = sorted({p.dtype.name for p in parts})
+  if len(dtypes) > 1:
+    raise PortError(f"a loss function returned outputs of several dtypes ({', '.join(dtypes)}); "
+                    "cast them to one")
+  return tf.concat([tf.reshape(p, [-1]) for p in parts], 0) if len(parts) > 1 else parts[0]
 
 
 def batch_source(batches, steps):

@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from porting import checkpoint_extras
+from porting import ema_settings
 from porting import layer_settings
 from porting import layer_probes
 from porting import parting
@@ -136,6 +137,7 @@ class Towers:
                     "random_ops": port.random_ops,
                     "random_draws": source.drawn if source is not None else {},
                     "random_escaped": random_ops.escaped(self.graph.get_operations()),
+                    "ema": ema_settings.read(ema) if ema is not None else None,
                     "fused_batch_norm": any(
           op.type.startswith("FusedBatchNorm") for op in self.graph.get_operations())}
       # Each layer's input and output in tower 0, fetched only to say where the forward

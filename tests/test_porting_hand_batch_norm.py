@@ -69,3 +69,22 @@ def test_moving_statistics_apart_by_rounding_are_the_update_form_only_where_the_
   assert batch_norm.update_rounding(_Moving([("gradient", "bn1/gamma", 3e-7)] + moving)) == []
   (line,) = batch_norm.update_rounding(_Moving(moving))
   assert line.startswith("moving statistics differ by rounding: TF1's batch norm updates")
+
+
+def test_an_ema_without_num_updates_is_refused_with_both_settings():
+  """tf.train.ExponentialMovingAverage(decay) in the port, (decay, num_updates=global_step) in
+  the TF1 code: the averages moved apart from step 0 and the kit named the EMA's read order,
+  "TF1 applies it after update, TF2 after the optimizer's update", which is no difference."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  no_count = lambda optimizer: tf.train.ExponentialMovingAverage(m.EMA_DECAY)
+  with pytest.raises(porting.PortError) as refused:
+    porting.compare(m.port(tf2_ema=no_count), m.batches(1), replicas=1, steps=1)
+  assert str(refused.value) == (
+      "the moving averages' settings differ: TF1 num_updates given (its decay min(decay, "
+      "(1 + t) / (10 + t))), TF2 no num_updates (the full decay from step 0); set them alike "
+      "(tf2_ema(optimizer): num_updates=optimizer.iterations, the TF1 global step's count)")
+  other = lambda optimizer: tf.train.ExponentialMovingAverage(
+      0.5, num_updates=optimizer.iterations)
+  with pytest.raises(porting.PortError, match=rf"decay TF1 {m.EMA_DECAY:g}, TF2 0.5; set them "
+                     r"alike$"):
+    porting.compare(m.port(tf2_ema=other), m.batches(1), replicas=1, steps=1)

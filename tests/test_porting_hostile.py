@@ -241,3 +241,24 @@ def test_a_wrapped_message_is_said_by_the_wrapped_words():
     except Exception as e:  # pylint: disable=broad-except
       line = porting.errors.one_line(e)
     assert line.endswith(words), line
+
+
+def test_outputs_of_several_shapes_are_compared_as_one():
+  """A segmentation head beside a classifier's scores, returned as a list on both sides: the
+  kit failed with a ValueError from numpy ("the kit failed ..., not of the port")."""
+  from tests import dropout_adam_port as drop  # pylint: disable=g-import-not-at-top
+
+  def two(result):
+    loss, logits = result
+    return loss, [logits, tf.reduce_sum(logits, 1, keepdims=True), {"p": tf.nn.softmax(logits)}]
+
+  port = drop.port(tower_loss=lambda images, labels: two(drop.tower_loss(images, labels)),
+                   replica_loss=lambda *args: two(drop.replica_loss(*args)))
+  report = porting.compare(port, drop.batches(1, steps=1), replicas=1, steps=1)
+  assert report.equal, report.text()
+  (outputs,) = [r for r in report.rows if r.kind == "outputs"]
+  assert outputs.diff.ulps == 0
+  with pytest.raises(porting.PortError, match=r"outputs of several dtypes \(float32, int32\); "
+                     "cast them to one"):
+    from porting import spec  # pylint: disable=g-import-not-at-top
+    spec.loss_and_outputs((tf.constant(1.0), [tf.constant([1.0]), tf.constant([1])]))

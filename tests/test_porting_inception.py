@@ -54,6 +54,9 @@ def test_keras_rmsprop_is_named_by_its_mean_square_from_ones():
   assert rms and all(abs(r.diff.max_abs - 0.9) < 1e-6 for r in rms)
   assert line.startswith("RMSProp: every mean-square slot is 0.9 apart after step 0")
   assert "porting.TF1RMSProp" in line
+  # Keras 3's RMSprop adds epsilon under the square root, as TF1's kernel: the line once
+  # named an epsilon "outside" it as a second difference, which Keras 3 does not have.
+  assert "outside" not in line and "both add epsilon under the square root" in line
 
 
 def test_a_difference_no_rule_fits_says_where_the_bits_part():

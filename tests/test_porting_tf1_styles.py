@@ -48,7 +48,8 @@ WRONG = {
         "the learning rate differs from step 2 (TF1 0.025, TF2 0.05)"),
     "penalty_missing": (
         dict(replica_loss=functools.partial(m.replica_loss, penalty=False)),
-        "an L2 penalty is in the TF1 loss only: the gradients of conv1/weights, res_a/weights, "
+        "an L2 penalty is in the TF1 loss only, or stronger there: the gradients of conv1/weights, "
+        "res_a/weights, "
         "res_b/weights, tower_0/logits/weights differ by 0.004 x their weights"),
     "penalty_only_in_the_port": (
         dict(tower_loss=functools.partial(m.tower_loss, penalty=False)),

@@ -11,6 +11,11 @@ def read_order(obs):
   if [r for r in obs.bad if r.step <= s and r.kind != "average"]:
     return []
   order = obs.tf1.facts.get("ema_order", "after_update").replace("_", " ")
+  if order == "after update":  # both read the updated weights: the order is no cause
+    return ["the moving averages differ while the weights they average do not, and both "
+            "sides apply the EMA after the update: the two EMAs compute differently (a "
+            "setting the kit could not compare, such as a decay held in a tensor; another "
+            f"formula) (up to {obs.worst(averages):.2g} relative apart)"]
   return ["the moving averages differ while the weights they average do not: the "
           f"EMA reads the weights (and the step) at another point of the step; TF1 "
           f"applies it {order} (ema_order), TF2 after the optimizer's update; the original "

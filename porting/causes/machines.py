@@ -22,14 +22,21 @@ def _kernels(line):
   return "oneDNN's kernels" if _onednn(line) else "TensorFlow's own (Eigen) kernels"
 
 
+def elsewhere(obs):
+  """Whether the TF1 side is a record made on another TensorFlow, oneDNN setting or CPU:
+  then any rounding may be the other kernels', and a cause that names another order of the
+  same sums cannot be told from them."""
+  recorded, here = obs.tf1.facts.get("recorded"), obs.tf2.facts.get("machine")
+  return bool(recorded and here) and (
+      _tensorflow(recorded), _onednn(recorded), _cpu(recorded)) != (
+          _tensorflow(here), _onednn(here), _cpu(here))
+
+
 def other_runtime(obs):
   """The record's machine line and this one's name another TensorFlow, oneDNN setting or
   CPU, and every difference where the bits first part is of rounding size."""
   recorded, here = obs.tf1.facts.get("recorded"), obs.tf2.facts.get("machine")
-  if not recorded or not here or not obs.bad:
-    return []
-  if (_tensorflow(recorded), _onednn(recorded), _cpu(recorded)) == (
-      _tensorflow(here), _onednn(here), _cpu(here)):
+  if not obs.bad or not elsewhere(obs):
     return []
   if not obs.rounding(obs.early):
     return []  # a larger difference is the port's, not the kernels' rounding

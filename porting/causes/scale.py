@@ -46,6 +46,46 @@ def gradient_scale(obs):
   return []
 
 
+UNIFORM = 1e-4  # relative residual under which every gradient is one factor x TF1's
+
+
+def uniform_scale(obs):
+  """Every step-0 gradient one factor c x TF1's, c neither 1 nor N nor 1/N (those above): the
+  port's loss is normalized otherwise. Measured: a loss over 4 rows of which 3 have a
+  non-zero weight, c = 0.75 (Keras's mean over every row against tf.losses'
+  SUM_BY_NONZERO_WEIGHTS)."""
+  if obs.found_any("every gradient is"):
+    return []
+  g1 = [obs.first1.gradients[k] for k in obs.names]
+  g2 = [obs.first2.gradients[obs.to2[k]] for k in obs.names]
+  den = sum(float(np.dot(flat(a), flat(a))) for a in g1)
+  if den == 0:
+    return []
+  c = sum(float(np.dot(flat(b), flat(a))) for a, b in zip(g1, g2)) / den
+  if abs(c - 1) <= 1e-3 or not _close([(b, c * flat(a)) for a, b in zip(g1, g2)], UNIFORM):
+    return []
+  return [f"every gradient is {c:.4g} x TF1's at step 0, one factor for all: the port's loss "
+          "is normalized otherwise, e.g. a mean over every example or pixel where TF1's "
+          "tf.compat.v1.losses divides by the number of non-zero weights "
+          "(SUM_BY_NONZERO_WEIGHTS, its default reduction), a sum against a mean, or a loss "
+          "scaled by a constant; make the port's loss divide as the TF1 loss does"]
+
+
+def loss_only(obs):
+  """Only the losses reported differ, by rounding: the gradients (and so the steps) are the
+  same bits, the loss's own terms were added in another order. Measured: a text CNN's
+  lambda x (l2_loss(W) + l2_loss(b)) against Keras regularizers' per-variable terms, the
+  loss 1 ULP apart from step 1, everything else the same bits."""
+  if not obs.bad or any(r.kind != "loss" for r in obs.bad) or not all(
+      r.diff.max_rel <= ROUNDING for r in obs.bad):
+    return []
+  return [f"only the losses differ, by rounding (up to {obs.worst(obs.bad):.2g} relative), "
+          "with every output, gradient, weight and slot within the tolerance: the loss's "
+          "terms are added in another order (a penalty lambda x (l2_loss(W) + l2_loss(b)) "
+          "against a regularizer per variable, tf.add_n against +); the steps are the same. "
+          "The port is not at fault; compare with a tolerance of that size"]
+
+
 def regularization(obs):
   """The TF2 gradients off TF1's by (N - 1) x, -1 x or, where the replicas' gradients are
   averaged, (1/N - 1) x the regularization's gradient."""
@@ -83,7 +123,7 @@ def penalty_by_hand(obs):
   fitted = obs.tf1.facts.get("penalty")
   if not fitted or obs.scaled or any("regularization is" in h for h in obs.found):
     return []
-  return penalties.causes(fitted)
+  return penalties.causes(fitted, obs.tf1.facts.get("penalty_frameworks"))
 
 
 def not_a_power_of_two(obs):
