@@ -42,8 +42,8 @@ RULES = (scale.gradient_scale, scale.uniform_scale, scale.loss_only, scale.regul
 # The rules that name a rounding: none where the update parts further than rounding
 # (Observations.update_apart), which they cannot explain.
 ROUNDING_RULES = (scale.loss_only, batch_norm.fused, batch_norm.update_rounding,
-                  gradients.vanishing_only, gradients.fused_bias, gradients.gradient_sums, scale.not_a_power_of_two, optimizers.sparse_update,
-                  machines.other_runtime)
+                  gradients.vanishing_only, gradients.fused_bias, gradients.gradient_sums,
+                  scale.not_a_power_of_two, optimizers.sparse_update, machines.other_runtime)
 
 
 SECONDARY = ("the moving averages follow the weights",)

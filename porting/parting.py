@@ -161,18 +161,39 @@ def _forward(step, probes1, probes2, pairs, order, reads=None):
 
 def _forward_layers(step, probes1, probes2, pairs, order):
   to2 = dict(pairs)
-  before = None
+  # Weights one side's probes read and the other's do not, or outside the TF1 order (a
+  # recurrent cell's, read inside its loop): no layer of theirs is compared, and a parting
+  # "before" a layer may lie in one of them.
+  uncompared = [a for a, b in pairs if (a in probes1) != (b in probes2) or (
+      a not in order and (a in probes1 or b in probes2))]
+  before, skipped = None, []  # skipped: layers since `before` the kit could not compare
   for name in reversed(order):
     a, b = probes1.get(name), probes2.get(to2.get(name))
-    if a is None or b is None or np.shape(a[1]) != np.shape(b[1]) or (
-        np.shape(a[2]) != np.shape(b[2])):
+    if a is None or b is None:
+      continue
+    if np.shape(a[1]) == np.shape(b[1]) and np.shape(a[2]) != np.shape(b[2]) and (
+        np.array_equal(a[1], b[1])):
+      # The same input, an output of another shape (a transposed convolution's padding, a
+      # crop): this layer is where the two part, not something after it.
+      return Parting(step, "forward", name, rel=float("inf"), detail=(
+          f"at {name}'s layer: its input the same bits, its output of another shape (TF1 "
+          f"{list(np.shape(a[2]))}, TF2 {list(np.shape(b[2]))}; TF1 {a[0]}, TF2 {b[0]})"))
+    if np.shape(a[1]) != np.shape(b[1]) or np.shape(a[2]) != np.shape(b[2]):
+      if np.ndim(a[2]) == np.ndim(b[2]) and np.shape(a[2])[:1] == np.shape(b[2])[:1]:
+        # Outputs of one rank and batch, of other sizes: a layer apart in shape (a bias read
+        # by a broadcast add on one side gives [1, ..] and is no such layer).
+        skipped.append(f"{name} (outputs TF1 {list(np.shape(a[2]))}, TF2 "
+                       f"{list(np.shape(b[2]))})")
       continue
     same_in = np.array_equal(a[1], b[1])
     same_out = np.array_equal(a[2], b[2])
     if same_in and same_out:
-      before = name
+      before, skipped = name, []
       continue
     after = "every layer before it the same bits" if before else "the first layer compared"
+    if skipped:
+      after = ("every layer compared before it the same bits" if before else after) + (
+          f"; before it, layers the kit could not compare: {_listed(skipped)}")
     if same_in:
       rel = diffs.diff(a[2], b[2]).max_rel
       return Parting(step, "forward", name, rel=rel, detail=(
@@ -183,14 +204,23 @@ def _forward_layers(step, probes1, probes2, pairs, order):
     return Parting(step, "forward", name, rel=rel, detail=(
         f"{where}: {name}'s layer's input is {rel:.2g} relative apart"
         + (f" while {before}'s output is the same bits" if before else "") +
-        " (what is there reads no weight of a layer compared: an activation, a pooling, a "
-        "dropout, a reshape, an embedding's lookup, "
-        "a normalization's statistics)"))
+        (f" (in between, layers the kit could not compare: {_listed(skipped)})" if skipped else
+         " (what is there reads no weight of a layer compared: an activation, a pooling, a "
+         "dropout, a reshape, an embedding's lookup, a normalization's statistics"
+         + (f"; or a layer of weights the kit compares no layer of: {_listed(uncompared)}"
+            if uncompared else "") + ")")))
   if before is not None:
     return Parting(step, "forward", detail=(
         f"after the last layer compared ({before}'s, the same bits): in what follows it "
-        "(the head, the loss)"))
+        "(the head, the loss" + (f"; and layers the kit could not compare: "
+                                 f"{_listed(skipped)}" if skipped else "")
+        + (f"; or a layer of weights the kit compares no layer of: {_listed(uncompared)}"
+           if uncompared else "") + ")"))
   return Parting(step, "forward")
+
+
+def _listed(names):
+  return ", ".join(names[:3]) + (f", and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def first_parting(bad, table, structure_fact, probes1=None, probes2=None, pairs=()):

@@ -42,6 +42,45 @@ def test_an_input_that_parts_after_a_layer_the_same_bits_names_the_stretch_betwe
       "middle's layer's input is 1 relative apart while bottom's output is the same bits")
 
 
+def test_weights_no_layer_compares_are_named_where_the_input_parts():
+  """A GRU classifier: the TF1 cell's weights are read inside its loop, outside the layers
+  the kit probes, and the report placed the parting "before softmax/w's layer" in what
+  "reads no weight of a layer compared", with the two cells' kernels in between."""
+  structure = {"order": ["top"], "shared": {}}
+  pairs = [("cell/kernel", "rnn/cell/kernel"), ("top", "top")]
+  tf1 = {"top": ("MatMul", X, X)}
+  tf2 = {"top": ("MatMul", X * 2, X), "rnn/cell/kernel": ("MatMul", X, X)}
+  where = parting.first_parting([_row(0, "outputs", "tower_0", 1e-3)], [], structure, tf1,
+                                tf2, pairs)
+  assert where.line().endswith(
+      "(what is there reads no weight of a layer compared: an activation, a pooling, a "
+      "dropout, a reshape, an embedding's lookup, a normalization's statistics; or a layer of "
+      "weights the kit compares no layer of: cell/kernel)")
+
+
+def test_a_layer_whose_output_has_another_shape_is_where_the_bits_part():
+  """A transposed convolution's padding: the same input, an 8x8 output in TF1 and 10x10 in
+  the port. The layer was skipped without a word and the parting said to be after it."""
+  wide = np.zeros((2, 5), np.float32)
+  tf1 = {"bottom": ("Conv2D", X, X), "middle": ("Conv2DBackpropInput", X, X),
+         "top": ("MatMul", X, X)}
+  tf2 = dict(tf1, middle=("Conv2DTranspose", X, wide))
+  where = parting.first_parting([_row(0, "outputs", "tower_0", 1e-3)], [], STRUCTURE, tf1,
+                                tf2, PAIRS)
+  assert where.line() == (
+      "the bits part at step 0 in the forward pass at middle's layer: its input the same bits, "
+      "its output of another shape (TF1 [2, 3], TF2 [2, 5]; TF1 Conv2DBackpropInput, TF2 "
+      "Conv2DTranspose)")
+  # Its input apart too: not where it parts, but said among the layers not compared.
+  tf2 = dict(tf1, middle=("Conv2DTranspose", X + 1, wide), top=("MatMul", X, X + 1))
+  where = parting.first_parting([_row(0, "outputs", "tower_0", 1e-3)], [], STRUCTURE, tf1,
+                                tf2, PAIRS)
+  assert where.line().endswith(
+      "at top's layer: its input the same bits, its output 0.2 relative apart (TF1 MatMul, TF2 "
+      "MatMul; every layer compared before it the same bits; before it, layers the kit could not "
+      "compare: middle (outputs TF1 [2, 3], TF2 [2, 5]))"), where.line()
+
+
 def test_an_update_that_parts_with_the_same_gradients_is_said_as_such():
   table = [_row(1, "gradient", "w", 0.0), _row(1, "weight", "w", 1e-7)]
   where = parting.first_parting([table[1]], table, STRUCTURE)

@@ -26,8 +26,8 @@ def test_a_penalty_is_named_beside_a_zero_weight_that_differs_by_rounding():
                 "bn/beta": (np.array([3e-9, 0], np.float32), np.zeros(2, np.float32))})
   (line,) = penalties.causes(fits)
   # Before: the beta (w = 0) refused the fit, and nothing was named.
-  assert line.startswith("an L2 penalty is in the TF1 loss only, or stronger there: the gradients of "
-                         "conv/kernel, logits/kernel differ by 0.004 x their weights")
+  assert line.startswith("an L2 penalty is in the TF1 loss only, or stronger there: the "
+                         "gradients of conv/kernel, logits/kernel differ by 0.004 x their weights")
 
 
 def test_a_zero_weight_that_differs_beyond_rounding_is_no_penalty():
