@@ -80,14 +80,17 @@ def match(tf1, tf2, explicit=None):
     if tf1_shapes[a] != tf2_shapes[b]:
       raise PortError(f"TF1 {a!r} {list(tf1_shapes[a])} is paired with TF2 {b!r} "
                       f"{list(tf2_shapes[b])}: the shapes differ"
-                      + _lstm_layout(tf1_shapes, tf2_shapes))
+                      + _same_values(tf1_shapes[a], tf2_shapes[b])
+                      + _lstm_layout(tf1_shapes, tf2_shapes)
+                      + _gru_layout(tf1_shapes, tf2_shapes))
   if left1 or left2:
     raise PortError(
         "variables left unmatched (give the port a variable_map, TF1 name -> TF2 name): "
         f"TF1 {', '.join(f'{n} {list(tf1_shapes[n])}' for n in left1) or 'none'}; "
         f"TF2 {', '.join(f'{n} {list(tf2_shapes[n])}' for n in left2) or 'none'}"
         + _batch_norm_setting(left1, left2) + _debias_state(left1, left2)
-        + _lstm_layout(tf1_shapes, tf2_shapes) + _sizes(left1, left2, tf1_shapes, tf2_shapes))
+        + _lstm_layout(tf1_shapes, tf2_shapes) + _gru_layout(tf1_shapes, tf2_shapes)
+        + _sizes(left1, left2, tf1_shapes, tf2_shapes))
   return [(a, pairs[a]) for a in tf1_shapes]
 
 
@@ -170,6 +173,35 @@ def _lstm_layout(tf1_names, tf2_names):
           "kernel and a recurrent_kernel, the gates in the order i, f, c, o: the kit pairs "
           "whole variables, so port the cell as TF1 computes it: one kernel, its gate order "
           "and forget bias (MIGRATION.md, TF1's RNN cells))")
+
+
+def _same_values(shape1, shape2):
+  """Where two paired shapes hold as many values, differing only by dimensions of 1 (a Keras
+  Conv1D's [k, in, out] for conv2d's [k, in, 1, out] over an expanded input)."""
+  squeezed = lambda shape: [d for d in shape if d != 1]
+  if squeezed(shape1) != squeezed(shape2):
+    return ""
+  return (" (the same values but for dimensions of 1, as a Keras Conv1D's kernel [k, in, out] "
+          "against conv2d's [k, in, 1, out] over an expanded input: the kit pairs variables of "
+          "one shape, so give the port's layer the TF1 variable's shape, e.g. a Conv2D over "
+          "the same expanded input)")
+
+
+def _gru_layout(tf1_names, tf2_names):
+  """Where TF1's GRUCell (gates/kernel over [input, h] for r and u, candidate/kernel) meets
+  Keras's GRU (kernel, recurrent_kernel, bias [2, 3h]; gates z, r, h): no map pairs those,
+  and Keras's default reset_after=True is another formula."""
+  if not (any(n.endswith("gates/kernel") for n in tf1_names) and
+          any(n.endswith("candidate/kernel") for n in tf1_names) and
+          any(n.endswith("recurrent_kernel") for n in tf2_names)):
+    return ""
+  return (" (TF1's GRUCell keeps gates/kernel over [input, h] for the reset and update gates "
+          "(r, u; their bias starts at 1.0) and candidate/kernel, and applies the reset gate "
+          "to h before the candidate's matmul; Keras's GRU keeps a kernel, a recurrent_kernel "
+          "and a bias in the order z, r, h, and by default (reset_after=True) applies the "
+          "reset gate after the recurrent matmul, another formula: the kit pairs whole "
+          "variables, so port the cell as TF1 computes it: its two kernels, gate order and "
+          "reset before the matmul (MIGRATION.md, TF1's RNN cells))")
 
 
 def _batch_norm_setting(left1, left2):

@@ -156,3 +156,29 @@ def test_a_size_set_otherwise_is_not_sent_to_the_variable_map():
       "(as many left on each side, of the same ranks, other sizes: a variable_map pairs names "
       "and cannot pair those; a size set otherwise on one side, as a vocabulary's, hash "
       "buckets' or units' count, is to be set alike)")
+
+
+def test_a_keras_gru_against_tf1s_gru_cell_says_why_no_map_pairs_them():
+  """A GRU classifier ported with Keras's GRU: 'give the port a variable_map', then 'the
+  shapes differ', with no word of the two layouts or of reset_after (the LSTM's line existed)."""
+  tf1 = [("rnn/gru_cell/gates/kernel", (16, 20)), ("rnn/gru_cell/gates/bias", (20,)),
+         ("rnn/gru_cell/candidate/kernel", (16, 10)), ("rnn/gru_cell/candidate/bias", (10,))]
+  tf2 = [("gru/gru_cell/kernel", (6, 30)), ("gru/gru_cell/recurrent_kernel", (10, 30)),
+         ("gru/gru_cell/bias", (2, 30))]
+  for explicit in (None, {"rnn/gru_cell/gates/kernel": "gru/gru_cell/kernel"}):
+    with pytest.raises(porting.PortError) as raised:
+      matching.match(tf1, tf2, explicit)
+    assert "Keras's GRU keeps a kernel, a recurrent_kernel and a bias in the order z, r, h" in (
+        str(raised.value))
+    assert "(reset_after=True) applies the reset gate after the recurrent matmul" in (
+        str(raised.value))
+
+
+def test_a_kernel_apart_only_by_a_dimension_of_1_says_so():
+  """A text CNN's conv2d over [seq, emb, 1] ported as Conv1D: 'the shapes differ' and no more."""
+  with pytest.raises(porting.PortError) as raised:
+    matching.match([("conv/W", (3, 8, 1, 4))], [("conv1d/kernel", (3, 8, 4))],
+                   {"conv/W": "conv1d/kernel"})
+  assert str(raised.value).startswith(
+      "TF1 'conv/W' [3, 8, 1, 4] is paired with TF2 'conv1d/kernel' [3, 8, 4]: the shapes differ "
+      "(the same values but for dimensions of 1, as a Keras Conv1D's kernel [k, in, out]")
