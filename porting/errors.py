@@ -46,6 +46,12 @@ def one_line(error, did=None):
     said = [line for line in said if not line.startswith("[[")][-1:]
   message = (typed[-1] if typed else lines[-1] if "in user code:" in text else
              said[0] if said else lines[0] if lines else "")[:300]
+  # Keras's deserialization wraps the reason: "... could not be deserialized properly. ...
+  # Exception encountered: Could not locate class 'TF1GRUCell'. Make sure ..."
+  inner = [line.split("Exception encountered: ", 1)[1] for line in lines
+           if "Exception encountered: " in line]
+  if inner and not typed:
+    message = inner[-1].split(" Full object config:", 1)[0][:300]
   name = type(error).__name__
   if did is not None:
     return f"the port {did}{at}"

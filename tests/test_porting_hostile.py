@@ -205,6 +205,23 @@ def test_a_message_of_several_lines_is_said_by_its_first():
   assert line.endswith(": Only input tensors may be passed as positional arguments.")
 
 
+def test_a_keras_deserialization_error_is_said_by_its_reason():
+  """A Bidirectional cloning an unregistered cell: the line was Keras's wrapper ('could not
+  be deserialized properly...') and dropped the reason it gives after 'Exception
+  encountered:'."""
+  def build_model():
+    raise TypeError("<class 'keras.src.layers.rnn.rnn.RNN'> could not be deserialized "
+                    "properly. Please ensure ...\n\nconfig={'module': 'keras.layers'}.\n\n"
+                    "Exception encountered: Could not locate class 'TF1GRUCell'. Make sure "
+                    "custom classes are decorated. Full object config: {'module': 'gru'}")
+  try:
+    build_model()
+  except TypeError as e:
+    line = porting.errors.one_line(e)
+  assert line.endswith(": Could not locate class 'TF1GRUCell'. Make sure custom classes are "
+                       "decorated."), line
+
+
 def test_a_tf1_optimizer_without_a_readable_rate_is_told_where_to_keep_it():
   from tests import bn_momentum_port  # pylint: disable=g-import-not-at-top
 
