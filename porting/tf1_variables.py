@@ -16,12 +16,24 @@ getter for `get_variable(initializer=<a tensor drawn in the tower>)`, in every t
 """
 
 import contextlib
+import re
 
 import tensorflow as tf
 
 from porting.errors import PortError
 
 v1 = tf.compat.v1
+
+
+def _outside_tower_scope():
+  """The name scope of the tower's code without the kit's `tower_0/`: a tf.Variable is named
+  as the script's own single tower (and its Saver's checkpoint) names it, `embedding/W`, not
+  `tower_0/embedding/W`, as get_variable's are (they ignore name scopes)."""
+  graph = v1.get_default_graph()
+  first, _, rest = graph.get_name_scope().partition("/")
+  if not re.fullmatch(r"tower_\d+", first):
+    return contextlib.nullcontext()
+  return graph.name_scope(rest + "/" if rest else "")
 
 
 class Shared:
@@ -53,7 +65,8 @@ class Shared:
     if self.source is not None and tf.is_tensor(initial):
       self.source.forget(initial)
     if self.tower == 0:
-      variable = next_creator(**kwargs)
+      with _outside_tower_scope():
+        variable = next_creator(**kwargs)
       self.made.append(variable)
       return variable
     if self.taken >= len(self.made):

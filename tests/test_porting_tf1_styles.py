@@ -26,8 +26,9 @@ ROUNDING_CAUSE = "moving statistics differ by rounding"
 def test_the_slim_style_port_is_the_same_bits_but_for_the_moving_statistics(replicas):
   report = porting.compare(m.port(replicas), m.batches(replicas), replicas=replicas, steps=4)
   # One tf.Variable each, shared by the towers (before: one per tower, trained apart).
-  assert [a for a, _ in report.pairs].count("tower_0/logits/weights") == 1
-  assert not [a for a, _ in report.pairs if a.startswith("tower_1/")]
+  # Named as the script's own single tower names it (its Saver's checkpoint): no tower scope.
+  assert [a for a, _ in report.pairs].count("logits/weights") == 1
+  assert not [a for a, _ in report.pairs if a.startswith(("tower_0/", "tower_1/"))]
   exact = [r for r in report.rows if not r.tf1.endswith(MOVING)]
   assert len(exact) > 40 and all(r.diff.ulps == 0 for r in exact), report.text()
   # Dropout after a drawn tf.Variable initial value: the drop masks are tower i's = replica
@@ -50,7 +51,7 @@ WRONG = {
         dict(replica_loss=functools.partial(m.replica_loss, penalty=False)),
         "an L2 penalty is in the TF1 loss only, or stronger there: the gradients of conv1/weights, "
         "res_a/weights, "
-        "res_b/weights, tower_0/logits/weights differ by 0.004 x their weights"),
+        "res_b/weights, logits/weights differ by 0.004 x their weights"),
     "penalty_only_in_the_port": (
         dict(tower_loss=functools.partial(m.tower_loss, penalty=False)),
         "an L2 penalty is in the TF2 loss only"),
@@ -272,3 +273,30 @@ def test_a_feature_columns_vocabulary_table_is_initialized_as_a_scaffold_does():
               rng.integers(0, 3, 4).astype(np.int32)) for _ in range(2)]
   report = porting.compare(port, batches, replicas=1, steps=2)
   assert report.equal, report.text()
+
+
+def test_the_scripts_own_single_tower_checkpoint_converts(tmp_path):
+  """The script trains one tower in one graph, no tower scope, and saves with its Saver:
+  its tf.Variables are `logits/weights`. The kit named them `tower_0/logits/weights`, and
+  tf1_to_tf2 and --start_from refused the script's checkpoint ('lacks tower_0/...')."""
+  graph = tf.Graph()
+  with graph.as_default():
+    images, labels = m.batches(1)[0]
+    x = v1.placeholder(tf.float32, images.shape)
+    y = v1.placeholder(tf.int32, labels.shape)
+    loss, _ = m.tower_loss(x, y)
+    step = v1.train.get_or_create_global_step()
+    train = m.tf1_optimizer(step, len(labels)).minimize(loss, global_step=step)
+    with v1.Session() as sess:
+      sess.run(v1.global_variables_initializer())
+      sess.run(train, {x: images, y: labels})
+      (variable,) = [v for v in v1.global_variables() if v.op.name == "logits/weights"]
+      weights = sess.run(variable)
+      saved = v1.train.Saver().save(sess, str(tmp_path / "script" / "model.ckpt"), step)
+  written = porting.tf1_to_tf2(m.port(1), saved, str(tmp_path / "tf2" / "ckpt"),
+                               m.batches(1)[0])
+  reader = tf.train.load_checkpoint(written)
+  key = [k for k in reader.get_variable_to_shape_map()
+         if k.endswith(".ATTRIBUTES/VARIABLE_VALUE") and "logits" in k and "kernel" in k]
+  assert len(key) == 1, reader.get_variable_to_shape_map()
+  np.testing.assert_array_equal(reader.get_tensor(key[0]), weights)
