@@ -103,8 +103,11 @@ def momentum(obs):
             "rounded differently from the second step on (and a different one "
             "whenever the rate changes: v is -lr x accum only at a constant rate), up "
             f"to {obs.worst(rounding):.2g} relative")
-  elif change is not None and first >= 1 and all(
-      r.diff.max_rel <= ROUNDING for r in rows if r.step < change):
+  elif change is not None and all(r.diff.max_rel <= ROUNDING for r in obs.bad
+                                   if r.step < change) and any(
+      r.diff.max_rel > ROUNDING for r in rows if r.step >= change):
+    # Rounding before the change may be another cause's (a U-Net's penalty sums at step 0,
+    # 2 ULPs): what parts past it once the rate moves is still this one.
     line = ("momentum: MomentumOptimizer keeps accum = m accum + g and steps -lr accum, "
             "Keras SGD keeps v = m v - lr g and steps +v: alike at a constant rate, apart "
             f"once it changes: the rate moves at step {change} (TF1 {rates[change - 1]:.6g} "
