@@ -34,8 +34,8 @@ def mismatches(tf1, tf2, pairs):
                    f"{_mode(b)}")
   ln1, ln2 = getattr(tf1, "layer_norm", []), getattr(tf2, "layer_norm", [])
   if len(ln1) == len(ln2):  # else not compared (unread)
-    out += [f"layer norm {_short(s1)}: epsilon TF1 {a:.6g}, TF2 {b:.6g}"
-            for (s1, a), (_, b) in zip(ln1, ln2) if _f32(a) != _f32(b)]
+    out += [f"{kind} {_short(s1)}: epsilon TF1 {a:.6g}, TF2 {b:.6g}"
+            for (s1, a, kind), (_, b, _) in zip(ln1, ln2) if _f32(a) != _f32(b)]
   return out + _moving(tf1, tf2, pairs, modes) + _regularization(
       tf1.regularization, tf2.regularization, pairs)
 
@@ -54,8 +54,9 @@ def unread(tf1, tf2, pairs):
                  "average; the momentum is not compared, the steps' numbers are")
   ln1, ln2 = getattr(tf1, "layer_norm", []), getattr(tf2, "layer_norm", [])
   if len(ln1) != len(ln2):  # one side's in a form the kit does not recognise (Keras's own)
-    out.append(f"layer norms: TF1 {len(ln1)} recognised ({_scopes(ln1, 3)}), TF2 {len(ln2)} "
-               f"({_scopes(ln2, 3)}); their epsilons are not compared, the steps' numbers are")
+    out.append(f"layer, group and instance norms: TF1 {len(ln1)} recognised "
+               f"({_norms(ln1)}), TF2 {len(ln2)} ({_norms(ln2)}); their epsilons are not "
+               "compared, the steps' numbers are")
   return out
 
 
@@ -153,6 +154,13 @@ def _regularization(reg1, reg2, pairs):
 
 def _list(items):
   return ", ".join(f"{_short(s)} {r:g}" for s, r in items) or "none"
+
+
+def _norms(found, most=3):
+  """'norm (layer norm, epsilon 1e-12), ...' of at most `most` normalizations, or 'none'."""
+  said = [f"{_short(scope)} ({kind}, epsilon {epsilon:.6g})"
+          for scope, epsilon, kind in found[:most]]
+  return ", ".join(said) + (", ..." if len(found) > most else "") if said else "none"
 
 
 def _short(scope):

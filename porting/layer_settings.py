@@ -58,8 +58,10 @@ class Settings:
   debiased: dict = dataclasses.field(default_factory=dict)
   unread: list = dataclasses.field(default_factory=list)
   roles: dict = dataclasses.field(default_factory=dict)
-  # [(scope, epsilon)] of the layer norms (tf.contrib / tf_slim's layer_norm, BERT's) the
-  # kit recognises: tf.nn.batch_normalization over the features.
+  # [(scope, epsilon, kind)] of the normalizations over each example's own values the kit
+  # recognises, kind "layer norm" (tf.contrib / tf_slim's, BERT's, Keras's), "group norm"
+  # (over a grouped reshape) or "instance norm" (over the positions): statistics from one
+  # example, through tf.nn.batch_normalization or rsqrt(variance + epsilon).
   layer_norm: list = dataclasses.field(default_factory=list)
 
 
@@ -90,18 +92,24 @@ def _source(tensor):
   return tensor
 
 
-def _over_last_axis(variance):
-  """Whether `variance` is a mean over its input's last axis (the moments of a layer norm; a
-  batch norm's are over the batch and the positions)."""
+def _per_example(variance):
+  """The kind of normalization whose variance this is, where its statistics are each
+  example's own ("layer norm", "group norm", "instance norm"), or None (a batch norm's, over
+  the batch; a moving variance; a form not read)."""
   while variance.op.type in ("Squeeze", "Identity") and variance.op.inputs:
     variance = variance.op.inputs[0]
   op = variance.op
   if op.type != "Mean":
-    return False
+    return None
   axes, rank = tf.get_static_value(op.inputs[1]), op.inputs[0].shape.rank
   if axes is None or not rank:
-    return False
-  return rank - 1 in {int(a) % rank for a in np.ravel(axes)}
+    return None
+  axes = {int(a) % rank for a in np.ravel(axes)}
+  if 0 in axes:
+    return None
+  if rank - 1 in axes:
+    return "group norm" if rank >= 5 else "layer norm"
+  return "instance norm"
 
 
 def _scope(name, suffix):
@@ -130,11 +138,24 @@ def read(ops, variable_of, statistics, run=lambda op: True, updates=None):
       epsilon = _const(op.inputs[1])
       if epsilon is not None:
         variance = _source(op.inputs[0])
-        if _over_last_axis(variance):  # a layer norm: tf.nn.batch_normalization over features
-          layer_norm.append((BATCHNORM_ADD.sub("", op.name), epsilon))
+        kind = _per_example(variance)
+        if kind:  # tf.nn.batch_normalization over each example's values: a layer norm, ...
+          layer_norm.append((BATCHNORM_ADD.sub("", op.name), epsilon, kind))
           continue
         batch_norm.append(BatchNorm(BATCHNORM_ADD.sub("", op.name), epsilon,
                                     variable_of(variance) is None))
+    elif op.type == "Rsqrt":
+      # rsqrt(variance + epsilon) outside tf.nn.batch_normalization: Keras 3's layer and
+      # group norms, tf_slim's group_norm. A batch's statistics here are a hand-written
+      # batch norm's, not read (its numbers are compared).
+      add = _source(op.inputs[0])
+      if add.op.type in ("Add", "AddV2") and not BATCHNORM_ADD.search(add.op.name):
+        a, b = add.op.inputs[0], add.op.inputs[1]
+        for v, e in ((a, b), (b, a)):
+          epsilon, kind = _const(e), _per_example(_source(v))
+          if epsilon is not None and kind:
+            layer_norm.append((op.name.rsplit("/", 1)[0], epsilon, kind))
+            break
   found = Settings(dropout, batch_norm, {}, layer_norm=layer_norm)
   for op in ops if updates is None else updates:
     if op.type in ASSIGNS and run(op):

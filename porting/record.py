@@ -121,6 +121,7 @@ def write(port, batches, path, *, replicas=2, steps=3):
                      "debiased": settings.debiased, "unread": settings.unread,
                      "roles": settings.roles,
                      "batch_norm": [vars(b) for b in settings.batch_norm],
+                     "layer_norm": [list(n) for n in settings.layer_norm],
                      "regularized": settings.regularization is not None}}
     with outputs.writing(final):
       with tf.io.gfile.GFile(posixpath.join(path, HEADER), "w") as f:
@@ -226,7 +227,9 @@ class Recorded:
         [tuple(d) for d in recorded["dropout"]],
         [layer_settings.BatchNorm(**b) for b in recorded["batch_norm"]],
         recorded["moving"], regularization, recorded.get("debiased", {}),
-        recorded.get("unread", []), recorded.get("roles", {}))
+        recorded.get("unread", []), recorded.get("roles", {}),
+        # A record from before the kit read them holds none: then not compared, and said.
+        [tuple(n) for n in recorded.get("layer_norm", [])])
 
   def trace(self):
     facts = dict(self.header["facts"])
