@@ -27,6 +27,7 @@ import inspect
 import sys
 import threading
 
+import numpy as np
 import tensorflow as tf
 from tensorflow.python.ops import random_ops as _random_ops
 from tensorflow.python.ops import stateless_random_ops as _stateless_ops
@@ -64,6 +65,18 @@ _current = [None]  # the Source of the side being built (MirroredStrategy traces
 # threads of its own, so this is process-wide, set and cleared under _lock's ownership)
 
 
+def _static(shape):
+  """A draw's shape as a tuple of ints, or None where it is known only when the step runs (a
+  tensor, or a list holding one: [tf.shape(mu)[0], 2], a VAE's noise)."""
+  if isinstance(shape, (list, tuple)) and all(isinstance(d, (int, np.integer)) for d in shape):
+    return tuple(int(d) for d in shape)
+  try:
+    static = tf.get_static_value(tf.convert_to_tensor(shape))
+  except (TypeError, ValueError):
+    return None
+  return None if static is None else tuple(int(d) for d in np.ravel(static))
+
+
 class Source:
   """The draws of one side: `step` a scalar int64 tensor (the kit's step number), `index()`
   the tower or replica being built, `seed` an int."""
@@ -89,8 +102,7 @@ class Source:
     index = self.index()
     drawn = self.drawn.setdefault(index, [])
     shape = arguments["shape"]
-    static = tf.get_static_value(shape) if tf.is_tensor(shape) else shape
-    drawn.append((kind, tuple(int(d) for d in static) if static is not None else None))
+    drawn.append((kind, _static(shape)))
     with tf.name_scope(SCOPE):
       number = len(drawn) - 1
       if self.tower is not None and not tf.executing_eagerly():

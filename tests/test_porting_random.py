@@ -268,3 +268,40 @@ def test_a_draw_the_step_never_runs_keeps_no_number():
                            steps=2)
   assert report.equal, report.text()
   assert report.tf1.facts["random_draws"] == report.tf2.facts["random_draws"]
+
+
+def test_a_draw_whose_shape_holds_a_tensor_is_aligned_on_both_sides():
+  """A VAE's noise: tf.random_normal([tf.shape(mu)[0], 2]) in the tower, tf.random.normal(
+  (tf.shape(x)[0], 2)) in the port. The kit failed (int() of a symbolic tensor, 'the kit
+  failed: TypeError at porting/random_ops.py')."""
+  def tower_loss(images, labels):
+    mu = tf.matmul(images, v1.get_variable("mu/kernel", [4, 2]))
+    z = mu + v1.random_normal([tf.shape(mu)[0], 2])
+    return tf.reduce_mean(tf.square(z - labels)), z
+
+  class Net(keras.Model):
+    def __init__(self):
+      super().__init__(name="net")
+      self.mu = keras.layers.Dense(2, use_bias=False, name="mu")
+      self(tf.zeros((1, 4)))
+
+    def call(self, x):
+      mu = self.mu(x)
+      return mu + tf.random.normal((tf.shape(x)[0], 2))
+
+  def replica_loss(model, images, labels, global_batch_size):
+    del global_batch_size
+    z = model(images)
+    return tf.reduce_mean(tf.square(z - labels)), z
+
+  port = porting.Port(
+      tower_loss=tower_loss,
+      tf1_optimizer=lambda step: v1.train.GradientDescentOptimizer(0.1), build_model=Net,
+      replica_loss=replica_loss, tf2_optimizer=lambda: keras.optimizers.SGD(0.1),
+      gradient_reduction="mean")
+  rng = np.random.default_rng(0)
+  batches = [(rng.normal(size=(4, 4)).astype(np.float32),
+              rng.normal(size=(4, 2)).astype(np.float32)) for _ in range(2)]
+  report = porting.compare(port, batches, replicas=2, steps=2)
+  assert report.equal, report.text()
+  assert report.tf1.facts["random_draws"] == {0: [("normal", None)], 1: [("normal", None)]}
