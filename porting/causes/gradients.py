@@ -81,8 +81,10 @@ def gradient_sums(obs):
           f"{parting.variable}'s, which parts by rounding ({parting.rel:.2g} relative; "
           f"{len(at) - 1} gradient(s) below it too, up to {obs.worst(at):.2g}), with the forward "
           f"pass the same bits; just above its layer TF1's tower 0 uses {tensor} {k} times "
-          f"({', '.join(types)}): its gradient is the sum of {k} terms, which TF1's "
-          "tf.gradients (AddN) and the tape add in another order.")
+          f"({', '.join(types)}): its gradient is the sum of {k} terms, which the two graphs "
+          "add in another order (TF1's tf.gradients' AddN and the tape's, each as grappler's "
+          "arithmetic optimizer rewrote it: with it off both sides may agree, or part where "
+          "they agreed).")
   # What it explains is that step's rounding; later rows past rounding may be more (a
   # decay of the weights on one side, hidden behind it at N = 2 in a tiny BERT).
   later = [r for r in obs.bad if r.step > s and r.diff.max_rel > ROUNDING and
