@@ -23,10 +23,12 @@ tf.layers' batch norm (and tf_slim's by default) makes gamma before beta; portin
 them by shape and order, each role with its own (gamma with gamma: porting.matching).
 """
 
-import keras
 import tensorflow as tf
 
+from porting import errors
 from porting.errors import PortError
+
+keras = errors.keras_for("porting.batch_norm")  # on TF 1.15 (the recorder): one line, not a crash
 
 # Not "all_towers": TF1's train op runs every tower's UPDATE_OPS with no order between them, so
 # their read-modify-writes of one variable may interleave, which no sequence of updates is.

@@ -64,3 +64,20 @@ def one_line(error, did=None):
             f"{line}: {message} (a fault of porting on TensorFlow {tf.__version__}, not of "
             "the port)")
   return f"the port raised {name}{at}: {message}"
+
+
+def keras_for(module):
+  """Keras 3, for a kit module that holds TF2-side layers or optimizers (`module`: its name);
+  where it is not installed (TensorFlow 1.15, where the recorder runs), a PortError that says
+  to import that module where the TF2 side is built, which the recorder never calls."""
+  try:
+    import keras  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    raise PortError(
+        f"{module} holds Keras 3 code for the TF2 side, and this Python (TensorFlow "
+        f"{tf.__version__}) has no Keras 3: import it inside build_model or tf2_optimizer "
+        "(the recorder never calls them), not where the port's module or Port is made"
+    ) from None
+  return keras
+

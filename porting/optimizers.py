@@ -18,8 +18,11 @@ TensorFlow backend (`model.fit`, a custom loop, tf.distribute).
   optimizer = porting.optimizers.TF1Adam(0.001)   # tf.compat.v1.train.AdamOptimizer(0.001)
 """
 
-import keras
 import tensorflow as tf
+
+from porting import errors
+
+keras = errors.keras_for("porting.optimizers")  # on TF 1.15 (the recorder): one line, not a crash
 
 _raw = tf.raw_ops
 

@@ -279,3 +279,16 @@ def test_outputs_of_several_shapes_are_compared_as_one():
                      "cast them to one"):
     from porting import spec  # pylint: disable=g-import-not-at-top
     spec.loss_and_outputs((tf.constant(1.0), [tf.constant([1.0]), tf.constant([1])]))
+
+
+def test_the_kits_keras_modules_where_there_is_no_keras_are_one_line(monkeypatch):
+  """A VAE port's Port() imported porting.optimizers; recording on TF 1.15 said 'the kit
+  failed: ModuleNotFoundError at porting/optimizers.py: No module named keras (a fault of
+  porting ...)': the port's import was the fault, and the line now says where it belongs."""
+  monkeypatch.setitem(sys.modules, "keras", None)  # import keras: ImportError, as on 1.15
+  with pytest.raises(porting.PortError) as raised:
+    porting.errors.keras_for("porting.optimizers")
+  assert str(raised.value) == (
+      f"porting.optimizers holds Keras 3 code for the TF2 side, and this Python (TensorFlow "
+      f"{tf.__version__}) has no Keras 3: import it inside build_model or tf2_optimizer (the "
+      "recorder never calls them), not where the port's module or Port is made")
