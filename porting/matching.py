@@ -19,6 +19,8 @@ Anything left over is a PortError naming every unmatched variable of both sides:
 comparison would pass a port that lost a variable.
 """
 
+import numpy as np
+
 from porting.errors import PortError
 
 
@@ -179,12 +181,18 @@ def _same_values(shape1, shape2):
   """Where two paired shapes hold as many values, differing only by dimensions of 1 (a Keras
   Conv1D's [k, in, out] for conv2d's [k, in, 1, out] over an expanded input)."""
   squeezed = lambda shape: [d for d in shape if d != 1]
-  if squeezed(shape1) != squeezed(shape2):
-    return ""
-  return (" (the same values but for dimensions of 1, as a Keras Conv1D's kernel [k, in, out] "
-          "against conv2d's [k, in, 1, out] over an expanded input: the kit pairs variables of "
-          "one shape, so give the port's layer the TF1 variable's shape, e.g. a Conv2D over "
-          "the same expanded input)")
+  if squeezed(shape1) == squeezed(shape2):
+    return (" (the same values but for dimensions of 1, as a Keras Conv1D's kernel [k, in, "
+            "out] against conv2d's [k, in, 1, out] over an expanded input: the kit pairs "
+            "variables of one shape, so give the port's layer the TF1 variable's shape, e.g. "
+            "a Conv2D over the same expanded input)")
+  if int(np.prod(shape1)) == int(np.prod(shape2)):
+    return (" (as many values in another layout, as Keras's MultiHeadAttention keeps its "
+            "query, key and value kernels [in, heads, head size] where TF1's dense layers "
+            "keep [in, heads x head size]: the kit pairs variables of one shape, so write "
+            "the port's layer with the TF1 variable's shape, e.g. Dense layers and the heads "
+            "split as the TF1 code splits them)")
+  return ""
 
 
 def _gru_layout(tf1_names, tf2_names):

@@ -65,3 +65,17 @@ def test_keras_sgds_velocity_is_named_past_rounding_that_step_0_has_of_its_own()
       "momentum: MomentumOptimizer keeps accum = m accum + g and steps -lr accum, Keras SGD "
       "keeps v = m v - lr g and steps +v: alike at a constant rate, apart once it changes: "
       "the rate moves at step 1 (TF1 0.05 -> 0.045)")], hints
+
+
+def test_grappler_off_whole_is_said_as_off_not_as_by_default():
+  """With tf.config.optimizer's disable_meta_optimizer (every pass off), the sums' line said
+  '(grappler as by default here)': only arithmetic_optimization was read."""
+  def trace(facts):
+    step = Step([np.float32(1)], [None], {"w": np.ones(3, np.float32)}, 0.1, {}, {})
+    return Trace([], ["w"], [step], dict(facts, update_ops="first_tower"))
+  table = [Row(0, "gradient", "w", "w", Diff(1e-7, 1e-7, 1))]
+  hints = diagnosis.causes([("w", "w")], trace({"graph_rewrites": {
+      "disable_meta_optimizer": True}}), trace({}), table, 0.0, 1, ("A", "B"), "mean")
+  assert [h for h in hints if h.startswith(
+      "gradients differ by rounding from step 0 with the same forward pass (w)")], hints
+  assert not [h for h in hints if "as by default here" in h]

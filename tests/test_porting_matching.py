@@ -182,3 +182,13 @@ def test_a_kernel_apart_only_by_a_dimension_of_1_says_so():
   assert str(raised.value).startswith(
       "TF1 'conv/W' [3, 8, 1, 4] is paired with TF2 'conv1d/kernel' [3, 8, 4]: the shapes differ "
       "(the same values but for dimensions of 1, as a Keras Conv1D's kernel [k, in, out]")
+
+
+def test_a_kernel_of_as_many_values_in_another_layout_says_so():
+  """A Transformer's Q kernel from tf.layers.dense [8, 8] against Keras's MultiHeadAttention
+  [8, 2, 4]: 'the shapes differ' and no more."""
+  with pytest.raises(porting.PortError) as raised:
+    matching.match([("attention/q/kernel", (8, 8))], [("mha/query/kernel", (8, 2, 4))],
+                   {"attention/q/kernel": "mha/query/kernel"})
+  assert "the shapes differ (as many values in another layout, as Keras's MultiHeadAttention" \
+      in str(raised.value)

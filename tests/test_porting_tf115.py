@@ -249,6 +249,11 @@ def test_a_bias_whose_gradient_is_rounding_noise_does_not_hide_the_runtime():
   (line,) = machines.other_runtime(obs)
   assert "(up to 4.1e-07 relative; left out: tower_0/Variable_1, whose gradient is " \
       "within rounding of 0 on both sides" in line, line
+  # Under a tolerance only the noise may be past it: said so, not "up to 0 relative".
+  obs.bad = obs.early = obs.table = [noise]
+  (line,) = machines.other_runtime(obs)
+  assert "(none past the tolerance but noise; left out: tower_0/Variable_1" in line, line
+  assert "up to 0 relative" not in line
 
 
 def test_a_value_a_test_leaves_in_the_environment_is_taken_back():

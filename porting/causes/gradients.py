@@ -61,12 +61,15 @@ def gradient_sums(obs):
     # CNN recorded on 1.15 parted at the embedding with one conv, no sum, as with two), and
     # other_runtime names that; naming the sums' order here would be a guess.
     return []
-  if obs.tf1.facts.get("graph_rewrites", {}).get("arithmetic_optimization") is False:
+  rewrites = obs.tf1.facts.get("graph_rewrites", {})
+  if rewrites.get("arithmetic_optimization") is False or rewrites.get(
+      "disable_meta_optimizer") is True:
     return [f"gradients differ by rounding from step {s} with the same forward pass "
             f"({', '.join(r.tf1 for r in at)}): a tensor used more than once (a "
             "residual connection, batch norm's input) gets its gradient terms summed "
             "in one order by TF1's tf.gradients and in another by the tape; grappler's "
-            "arithmetic optimizer, on by default, is off here "
+            "arithmetic optimizer, on by default, is off here (or grappler's whole meta "
+            "optimizer) "
             "(tf.config.optimizer.set_experimental_options), and with it on the two sums "
             "may be rewritten alike or not: compare with it on to see "
             f"(up to {obs.worst(at):.2g} relative here)"]

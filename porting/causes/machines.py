@@ -51,7 +51,12 @@ def other_runtime(obs):
   if _onednn(here) and not _onednn(recorded):
     advice = ("; TF_ENABLE_ONEDNN_OPTS=0 on this side runs TensorFlow's own kernels here "
               "too, which the record's side ran")
+  worst = obs.worst(obs.early)
+  # Under a tolerance every row past it may be noise on a gradient 0 up to rounding, which
+  # worst() leaves out: then that is what is said, not "up to 0".
+  size = (f"up to {worst:.2g} relative{obs.noise_note()}" if worst else
+          f"none past the tolerance but noise{obs.noise_note()}")
   return [f"the TF1 side was recorded elsewhere: {'; '.join(what)}: other kernels round "
           f"otherwise, and every difference of steps {obs.start}-{obs.start + 1} is of "
-          f"rounding size (up to {obs.worst(obs.early):.2g} relative{obs.noise_note()})"
+          f"rounding size ({size})"
           f"{advice}; compare with a tolerance of that size"]
