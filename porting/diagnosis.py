@@ -210,8 +210,32 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers_, reduction="
             "chose its own)" if "recorded" in tf1.facts else
             ", one tower, or TF_ENABLE_ONEDNN_OPTS=0 on both sides")
             if onednn else " or one tower") +  # oneDNN's setting only where it is on
-        " to narrow it" + _fused_first(obs) + obs.noise_note())
+        " to narrow it" + _fused_first(obs) + _past_rounding(obs) + obs.noise_note())
   return hints
+
+
+PAST = 1e-3  # max rel from which a difference is no rounding of float32's, however grown
+
+
+def _past_rounding(obs):
+  """Where the bits first part by rounding only (the forward pass and gradients of that
+  step) and something is far past it, the first such row: a record's other kernels round at
+  step 0 while the port's per-variable clipping moved the weights 0.2 apart in the same
+  step, and the line said only 'the forward pass'."""
+  kinds = ("loss", "outputs", "gradient", "weight", "slot", "average")
+  first = [r for r in obs.bad if r.step == obs.start and r.kind in kinds[:3] and
+           not obs._noise(r)]  # pylint: disable=protected-access
+  if not first or max(r.diff.max_rel for r in first) > ROUNDING:
+    return ""
+  past = [r for r in obs.bad if r.diff.max_rel > PAST and not obs._noise(r) and (  # pylint: disable=protected-access
+      r.step > obs.start or r.kind in kinds[3:])]
+  if not past:
+    return ""
+  r = min(past, key=lambda r: (r.step, kinds.index(r.kind) if r.kind in kinds else 9))
+  return (f"; step {obs.start}'s forward pass and gradients are rounding apart only (up to "
+          f"{max(x.diff.max_rel for x in first):.2g} relative); the first difference past "
+          f"rounding is at step {r.step}, {r.kind} of {r.tf1} ({r.diff.max_rel:.2g} relative), "
+          "where it grew or another difference starts")
 
 
 def _fused_first(obs):

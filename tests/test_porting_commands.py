@@ -250,6 +250,10 @@ def test_a_failed_run_in_process_leaves_the_callers_log_levels_as_they_were():
   quiet for the rest of the process (meant for the exit), so a caller's later warnings
   vanished: in this suite, a worker's later test lost the absl warning it asserted."""
   import logging  # pylint: disable=g-import-not-at-top
+  # The command line's start sets both (TensorFlow's first screen quieted, absl's verbosity)
+  # before the kit runs: run once first, so that the levels read are those it leaves (in a
+  # process where no test had run a command before, this test failed on that start alone).
+  helpers.call("porting.__main__", *PORT, "tf2_to_tf1", "/nonexistent/ckpt-1", "/tmp/x")
   levels = {name: logging.getLogger(name).level for name in ("tensorflow", "absl")}
   result = helpers.call("porting.__main__", *PORT, "tf2_to_tf1", "/nonexistent/ckpt-1", "/tmp/x")
   assert result.returncode == 2
