@@ -144,9 +144,11 @@ def read(ops, variable_of, statistics, run=lambda op: True, updates=None):
           continue
         batch_norm.append(BatchNorm(BATCHNORM_ADD.sub("", op.name), epsilon,
                                     variable_of(variance) is None))
-    elif op.type == "Rsqrt":
+    elif op.type in ("Rsqrt", "Sqrt") or (op.type == "Pow" and _const(op.inputs[1]) in (
+        0.5, -0.5)):
       # rsqrt(variance + epsilon) outside tf.nn.batch_normalization: Keras 3's layer and
-      # group norms, tf_slim's group_norm. A batch's statistics here are a hand-written
+      # group norms, tf_slim's group_norm; (variance + epsilon) ** 0.5 or its sqrt, the
+      # layer norms TF1 Transformers wrote by hand. A batch's statistics here are a hand-written
       # batch norm's, not read (its numbers are compared).
       add = _source(op.inputs[0])
       if add.op.type in ("Add", "AddV2") and not BATCHNORM_ADD.search(add.op.name):

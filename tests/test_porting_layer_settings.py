@@ -173,6 +173,15 @@ class _HandNorm(keras.layers.Layer):
     return tf.nn.batch_normalization(x, mean, variance, self.beta, self.gamma, self.epsilon)
 
 
+class _PowNorm(_HandNorm):
+  """Layer norm as TF1 Transformers wrote it by hand (Kyubyong's): (x - mean) / ((variance +
+  epsilon) ** .5)."""
+
+  def call(self, x):
+    mean, variance = tf.nn.moments(x, [-1], keepdims=True)
+    return (x - mean) / ((variance + self.epsilon) ** .5) * self.gamma + self.beta
+
+
 def _layer_norm_port(norm):
   def build():
     return keras.Sequential([keras.Input((drop.SIZE, drop.SIZE, 3)), keras.layers.Flatten(),
@@ -203,7 +212,8 @@ def test_a_layer_norm_is_no_batch_norm_and_its_epsilon_is_compared_where_both_ar
       _layer_norm_port(keras.layers.LayerNormalization(epsilon=1e-12, name="norm")),
       drop.batches(1), replicas=1, steps=1)
   assert not [line for line in keras_norm.unread if "norm" in line] and keras_norm.rows
-  for norm in (_HandNorm(1e-3, name="norm"), keras.layers.LayerNormalization(name="norm")):
+  for norm in (_HandNorm(1e-3, name="norm"), keras.layers.LayerNormalization(name="norm"),
+               _PowNorm(1e-3, name="norm")):
     with pytest.raises(porting.PortError) as raised:
       porting.compare(_layer_norm_port(norm), drop.batches(1), replicas=1, steps=1)
     assert str(raised.value).startswith(
