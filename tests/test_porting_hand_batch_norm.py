@@ -30,6 +30,7 @@ def test_keras_sgd_is_named_where_the_rate_changes():
   assert all(h.startswith(("momentum:", FOLLOWS)) for h in report.hints), report.hints
 
 
+@pytest.mark.slow  # the fast tier holds the penalty causes in tests/test_porting_penalties.py
 @pytest.mark.parametrize("make, cause", [
     (m.penalty_in_tf1_only_port, "the regularization is missing from the TF2 loss"),
     (m.penalty_in_tf2_only_port, "an L2 penalty is in the TF2 loss only"),
