@@ -18,8 +18,9 @@
   report      the rows and the text
   diffs       max absolute and relative difference, and ULPs
   diagnosis   the known causes of a difference, named where the numbers fit: one rule a
-              cause over typed Observations (causes/: scale, batch_norm, gradients,
-              optimizers, averages, machines: a record from another TensorFlow or CPU; random_causes: draws not shared; penalties: an L2
+              cause over typed Observations (causes/: towers, scale, batch_norm,
+              gradients, updates, optimizers, averages, machines: a record from another
+              TensorFlow or CPU; random_causes: draws not shared; penalties: an L2
               penalty written into one side's loss only)
   parting     where the bits first part when no cause fits: the step; the first layer whose
               output parts from the same input (both sides' layers probed from step 0's

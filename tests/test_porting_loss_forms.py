@@ -53,3 +53,63 @@ def test_a_mean_over_every_row_against_sum_by_nonzero_weights_is_named_with_its_
                          "all: the port's loss is normalized otherwise, e.g. a mean over "
                          "every example or pixel where TF1's tf.compat.v1.losses divides by "
                          "the number of non-zero weights (SUM_BY_NONZERO_WEIGHTS"), line
+
+
+FEATURES, CLASSES, WD = 6, 3, 0.01
+
+
+def _collection_tower(how):
+  """tower_loss(scope, ...) in the original's form, its losses through tf.losses' collection:
+  "right" (the tower's own losses by scope + the regularization once), "scoped" (get_total_loss
+  (scope=scope): the regularization only in tower 0) or "whole" (every tower's losses)."""
+  def tower_loss(scope, images, labels):
+    logits = v1.layers.dense(images, CLASSES, name="out",
+                             kernel_regularizer=lambda w: WD * tf.reduce_sum(tf.square(w)))
+    v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    if how == "scoped":
+      return v1.losses.get_total_loss(scope=scope), logits
+    own = v1.losses.get_losses() if how == "whole" else v1.losses.get_losses(scope=scope)
+    return tf.add_n(own) + v1.losses.get_regularization_loss(), logits
+  return tower_loss
+
+
+def _collection_port(how):
+  import keras  # pylint: disable=g-import-not-at-top
+
+  def build():
+    return keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(
+        CLASSES, kernel_regularizer=keras.regularizers.L2(WD),
+        kernel_initializer=keras.initializers.GlorotUniform(1), name="out")], name="net")
+
+  def replica_loss(model, images, labels, global_batch_size):
+    del global_batch_size
+    logits = model(images)
+    ce = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
+                                                                       logits=logits))
+    return ce + tf.add_n(model.losses), logits
+
+  return porting.Port(
+      tower_loss=_collection_tower(how),
+      tf1_optimizer=lambda step: v1.train.GradientDescentOptimizer(0.1), build_model=build,
+      replica_loss=replica_loss, tf2_optimizer=lambda: keras.optimizers.SGD(0.1),
+      gradient_reduction="mean")
+
+
+def test_tower_losses_read_from_the_collection_otherwise_in_later_towers_are_named():
+  """A multi-task model's towers: get_total_loss(scope=scope) gave tower 1 no regularization
+  (made in tower 0's scope only), and the kit said "an L2 penalty is in the TF2 loss only ...
+  take it out of the port", advice that would tie the port to N; the whole collection read in
+  a tower (tower 1 adds tower 0's losses) was "not explained"."""
+  rng = np.random.default_rng(0)
+  batches = [(rng.normal(size=(4, FEATURES)).astype(np.float32),
+              rng.integers(0, CLASSES, 4).astype(np.int32))]
+  right = porting.compare(_collection_port("right"), batches, replicas=2, steps=1)
+  assert right.equal, right.text()
+  for how, said in (("scoped", "TF1's later towers lack a term tower 0 has"),
+                    ("whole", "TF1's later towers count more")):
+    report = porting.compare(_collection_port(how), batches, replicas=2, steps=1)
+    (line,) = report.hints
+    assert line.startswith("the TF1 towers after the first count their losses otherwise: at "
+                           "step 0 tower_0's loss is replica_0's (within rounding) and the "
+                           "later towers' are apart (TF1 - TF2: tower_1 "), line
+    assert said in line and line.endswith("The TF1 code differs by tower, not the port"), line

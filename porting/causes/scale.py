@@ -80,10 +80,11 @@ def loss_only(obs):
       r.diff.max_rel <= ROUNDING for r in obs.bad):
     return []
   return [f"only the losses differ, by rounding (up to {obs.worst(obs.bad):.2g} relative), "
-          "with every output, gradient, weight and slot within the tolerance: the loss's "
-          "terms are added in another order (a penalty lambda x (l2_loss(W) + l2_loss(b)) "
-          "against a regularizer per variable, tf.add_n against +); the steps are the same. "
-          "The port is not at fault; compare with a tolerance of that size"]
+          "with every output, gradient, weight and slot within the tolerance: the two "
+          "losses compute the same value by other operations (a penalty lambda x "
+          "(l2_loss(W) + l2_loss(b)) against a regularizer per variable, Keras's Huber "
+          "against tf.losses.huber_loss, terms added in another order); the steps are the "
+          "same. The port is not at fault; compare with a tolerance of that size"]
 
 
 def regularization(obs):
@@ -99,8 +100,8 @@ def regularization(obs):
              factor * flat(reg[k])) for k in regularized)
   if n > 1 and _close(delta_against(n - 1)):
     return [f"the regularization is counted {n} times: each replica adds the whole "
-            "regularization loss; add tf.nn.scale_regularization_loss(...) of it "
-            "(1/N on each replica)"]
+            "regularization loss (add tf.nn.scale_regularization_loss(...) of it, 1/N on "
+            f"each replica), or the port adds it {n} times (model.losses twice)"]
   averaged = obs.reduction == "mean"
   if _close(delta_against(-1)):
     return ["the regularization is missing from the TF2 loss (its gradient is all "
@@ -121,7 +122,8 @@ def regularization(obs):
 def penalty_by_hand(obs):
   """Every differing gradient c x its starting weight: a penalty in one side's loss only."""
   fitted = obs.tf1.facts.get("penalty")
-  if not fitted or obs.scaled or any("regularization is" in h for h in obs.found):
+  if not fitted or obs.scaled or any("regularization is" in h for h in obs.found) or (
+      obs.found_any("the TF1 towers after the first")):
     return []
   return penalties.causes(fitted, obs.tf1.facts.get("penalty_frameworks"))
 

@@ -1,0 +1,45 @@
+"""Causes in how the TF1 towers count their losses: tower 0 the port's, the towers after it
+not, with every tower's outputs the same bits. A collection read inside a tower holds what
+the towers built so far made: read by the tower's scope, the regularization losses only
+tower 0 made (`get_total_loss(scope=...)`, deeplab's `get_regularization_loss(scope)`:
+tower k > 0 carries none); read whole, every earlier tower's losses too."""
+
+import numpy as np
+
+ROUNDING = 1e-5
+
+
+def later_towers(obs):
+  """Step 0's tower losses: tower 0 within rounding of replica 0, every later tower apart,
+  outputs the same; the line says which way (TF1 less: a term only tower 0 has; more: the
+  earlier towers' losses counted again)."""
+  if obs.n < 2:
+    return []
+  l1, l2 = obs.first1.losses, obs.first2.losses
+  if len(l1) != obs.n or len(l2) != obs.n:
+    return []
+  # Under "sum" a replica's loss is its tower's over N (the report's rows compare N x it).
+  factor = obs.n if obs.reduction == "sum" else 1
+  d = [float(np.float64(a) - factor * np.float64(b)) for a, b in zip(l1, l2)]
+  size = lambda i: ROUNDING * max(abs(float(l1[i])), 1e-30)
+  outputs = [r for r in obs.table if r.step == 0 and r.kind == "outputs"]
+  if abs(d[0]) > size(0) or not all(abs(x) > size(i) for i, x in enumerate(d) if i) or any(
+      r.diff.max_rel > ROUNDING for r in outputs):
+    return []
+  apart = ", ".join(f"tower_{i} {x:+.4g}" for i, x in enumerate(d) if i)
+  head = (f"the TF1 towers after the first count their losses otherwise: at step 0 tower_0's "
+          f"loss is replica_0's (within rounding) and the later towers' are apart (TF1 - "
+          f"TF2: {apart}), with every tower's outputs the same")
+  if all(x < 0 for x in d[1:]):
+    return [f"{head}: TF1's later towers lack a term tower 0 has; a collection read in the "
+            "tower by its scope holds only what that tower made, and the regularization "
+            "losses are made once, in tower 0's scope (get_total_loss(scope=scope), "
+            "get_regularization_loss(scope)); add the regularization read without the scope "
+            "(tf.compat.v1.losses.get_regularization_loss()) to the tower's own losses read "
+            "with it. The TF1 code differs by tower, not the port"]
+  if all(x > 0 for x in d[1:]):
+    return [f"{head}: TF1's later towers count more; a collection read whole in a tower "
+            "(tf.get_collection('losses'), get_total_loss() without the scope) holds every "
+            "earlier tower's losses too; read it by the tower's scope, as the original "
+            "tower_loss(scope) does. The TF1 code differs by tower, not the port"]
+  return [f"{head}. The TF1 code differs by tower, not the port"]
