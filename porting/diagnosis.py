@@ -23,6 +23,7 @@ from porting.causes import batch_norm
 from porting.causes import gradients
 from porting.causes import machines
 from porting.causes import optimizers
+from porting.causes import outputs
 from porting.causes import scale
 from porting.causes import towers
 from porting.causes import updates
@@ -32,8 +33,8 @@ ROUNDING = 1e-5  # max rel of a difference that is rounding, not a different com
 NOISE = 1e-2  # max rel from which a vanishing gradient's difference is its values' noise
 
 # The order the report lists them in; a rule may read what earlier ones found (obs.found).
-RULES = (towers.later_towers, scale.gradient_scale, scale.uniform_scale, scale.loss_only,
-         scale.regularization, scale.penalty_by_hand,
+RULES = (outputs.structure, towers.later_towers, scale.gradient_scale, scale.uniform_scale,
+         scale.loss_only, scale.regularization, scale.penalty_by_hand,
          optimizers.learning_rate, batch_norm.fused, batch_norm.other_towers,
          batch_norm.update_rounding, gradients.vanishing_only, gradients.fused_bias,
          gradients.gradient_sums,

@@ -120,7 +120,7 @@ class Port:
                       "only has nothing to be compared with")
 
 
-def loss_and_outputs(result):
+def loss_and_outputs(result, parts=None):
   """(loss, outputs or None) of what a tower_loss / replica_loss returned; a PortError where
   the loss is not a floating-point tensor (a None, a Python number, labels' ints), which
   TensorFlow's gradients would answer deep inside with a TypeError."""
@@ -135,7 +135,21 @@ def loss_and_outputs(result):
             f"{type(loss).__name__} {loss!r}"[:80])
     raise PortError(f"a loss function returned {what} as its loss; return the loss as a "
                     "floating-point tensor computed from the weights (or (loss, outputs))")
+  if parts is not None and not parts and outputs is not None:
+    parts += _parts(outputs)  # the first tower's or replica's: what the rows compare
   return loss, _one_tensor(outputs)
+
+
+def _parts(outputs, path=""):
+  """[[path, shape]] of `outputs` in tf.nest's order (a dict's keys sorted): what a side's
+  outputs row holds, said where the two sides' differ."""
+  if isinstance(outputs, dict):
+    return [p for k in sorted(outputs) for p in _parts(outputs[k], f"{path}[{k!r}]")]
+  if isinstance(outputs, (list, tuple)):
+    return [p for i, o in enumerate(outputs) for p in _parts(o, f"{path}[{i}]")]
+  shape = getattr(outputs, "shape", None)
+  return [[path or "outputs", shape.as_list() if shape is not None and shape.rank is not None
+           else None]]
 
 
 def _one_tensor(outputs):

@@ -63,6 +63,7 @@ class Towers:
       self.rate_variable = checkpoint_extras.rate_variable(optimizer)
       before = set(v1.global_variables())
       tower_grads, self.losses, self.outputs, updates = [], [], [], []
+      parts = []  # what tower 0 returns as its outputs (spec.loss_and_outputs)
       # The original's tower_loss(scope, images, labels) read its 'losses' collection by scope.
       takes_scope = next(iter(inspect.signature(port.tower_loss).parameters), None) == "scope"
       shared = tf1_variables.Shared(source)
@@ -72,7 +73,8 @@ class Towers:
         with tf.device(device), tf.name_scope(f"tower_{i}") as scope, \
             random_ops.aligned(source), tf1_layers.routed():
           with shared.tower_scope(i):  # get_variable reused after tower 0, tf.Variable too
-            loss, outputs = spec.loss_and_outputs(_tower(port, takes_scope, scope, x, y))
+            loss, outputs = spec.loss_and_outputs(_tower(port, takes_scope, scope, x, y),
+                                                  parts)
           self.losses.append(loss)
           self.outputs.append(outputs)
           if port.update_ops != "none" and (port.update_ops == "all_towers" or i == (
@@ -138,6 +140,7 @@ class Towers:
                     "random_draws": source.drawn if source is not None else {},
                     "random_escaped": random_ops.escaped(self.graph.get_operations()),
                     "ema": ema_settings.read(ema) if ema is not None else None,
+                    "outputs_parts": parts,
                     "fused_batch_norm": any(
           op.type.startswith("FusedBatchNorm") for op in self.graph.get_operations())}
       # Each layer's input and output in tower 0, fetched only to say where the forward

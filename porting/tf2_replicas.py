@@ -72,6 +72,7 @@ class Replicas:
     self.escaped = None
     self.error = None  # the kit's own line for a fault found while tracing
     self.sparse = set()  # the variables whose tape gradient is IndexedSlices (an embedding's)
+    self.output_parts = []  # what replica 0 returns as its outputs (spec.loss_and_outputs)
 
   def variables(self):
     return [(variable_name(v), tuple(v.shape)) for v in self.all]
@@ -95,7 +96,7 @@ class Replicas:
             "random_draws": ({i: list(d) for i, d in self.source.drawn.items()}
                              if self.source else {}),
             "random_escaped": self.escaped or [],
-            "sparse_gradients": sorted(self.sparse)}
+            "sparse_gradients": sorted(self.sparse), "outputs_parts": self.output_parts}
 
   def apart(self):
     """{variable: max |difference| of another replica's copy from replica 0's} of the
@@ -132,7 +133,7 @@ class Replicas:
     def replica(x, y):
       with tf.GradientTape() as tape:
         loss, outputs = spec.loss_and_outputs(
-            self.port.replica_loss(self.model, x, y, global_batch))
+            self.port.replica_loss(self.model, x, y, global_batch), self.output_parts)
       grads = tape.gradient(loss, self.trainable)
       if any(g is None for g in grads):
         missing = [n for n, g in zip(self.names, grads) if g is None]

@@ -275,6 +275,23 @@ def test_outputs_of_several_shapes_are_compared_as_one():
   assert report.equal, report.text()
   (outputs,) = [r for r in report.rows if r.kind == "outputs"]
   assert outputs.diff.ulps == 0
+  # A list on one side, a dict on the other: flattened by sorted keys, the rows compare the
+  # scores with the logits; the kit said "the bits part ... in the forward pass".
+  def as_dict(result):
+    loss, logits = result
+    return loss, {"b": logits, "a": tf.reduce_sum(logits, 1, keepdims=True)}
+
+  def as_list(result):
+    loss, logits = result
+    return loss, [logits, tf.reduce_sum(logits, 1, keepdims=True)]
+
+  other = drop.port(tower_loss=lambda images, labels: as_list(drop.tower_loss(images, labels)),
+                    replica_loss=lambda *args: as_dict(drop.replica_loss(*args)))
+  report = porting.compare(other, drop.batches(1, steps=1), replicas=1, steps=1)
+  assert report.hints[0].startswith(
+      f"the two sides return other outputs: TF1 2 tensor(s) ([0] [4, {drop.CLASSES}], [1] "
+      f"[4, 1]), TF2 2 (['a'] [4, 1], ['b'] [4, {drop.CLASSES}])"), report.hints
+  assert len(report.hints) == 1, report.hints  # no "the bits part ... in the forward pass"
   with pytest.raises(porting.PortError, match=r"outputs of several dtypes \(float32, int32\); "
                      "cast them to one"):
     from porting import spec  # pylint: disable=g-import-not-at-top
