@@ -22,6 +22,7 @@
               gradients, updates, optimizers, averages, machines: a record from another
               TensorFlow or CPU; random_causes: draws not shared; penalties: an L2
               penalty written into one side's loss only)
+  unexplained the line where no cause fits (parting's place, how to narrow it)
   parting     where the bits first part when no cause fits: the step; the first layer whose
               output parts from the same input (both sides' layers probed from step 0's
               weights: layer_probes); the first gradient from the loss down, the tensors

@@ -18,6 +18,7 @@ import numpy as np
 
 from porting import parting
 from porting import random_causes
+from porting import unexplained
 from porting.causes import averages
 from porting.causes import batch_norm
 from porting.causes import gradients
@@ -202,51 +203,5 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers_, reduction="
   # A line that says what follows from another difference (the averages of weights that
   # differ) explains nothing: where it is all there is, where the bits part is said too.
   if obs.bad and all(h.startswith(SECONDARY) for h in hints):
-    first = min(obs.bad, key=lambda r: (r.step, r.kind != "loss"))
-    where = obs.parting
-    hints.append("not explained: no known cause fits; " + (
-        where.line() if where is not None else
-        f"the first difference is at step {first.step}, {first.kind} of {first.tf1}, "
-        f"{first.diff.max_rel:.3g} relative") + "; compare fewer steps" + ((
-            ", one tower, or TF_ENABLE_ONEDNN_OPTS=0 on this side (the record's TensorFlow "
-            "chose its own)" if "recorded" in tf1.facts else
-            ", one tower, or TF_ENABLE_ONEDNN_OPTS=0 on both sides")
-            if onednn else " or one tower") +  # oneDNN's setting only where it is on
-        " to narrow it" + _fused_first(obs) + _past_rounding(obs) + obs.noise_note())
+    hints.append(unexplained.line(obs))
   return hints
-
-
-PAST = 1e-3  # max rel from which a difference is no rounding of float32's, however grown
-
-
-def _past_rounding(obs):
-  """Where the bits first part by rounding only (the forward pass and gradients of that
-  step) and something is far past it, the first such row: a record's other kernels round at
-  step 0 while the port's per-variable clipping moved the weights 0.2 apart in the same
-  step, and the line said only 'the forward pass'."""
-  kinds = ("loss", "outputs", "gradient", "weight", "slot", "average")
-  first = [r for r in obs.bad if r.step == obs.start and r.kind in kinds[:3] and
-           not obs._noise(r)]  # pylint: disable=protected-access
-  if not first or max(r.diff.max_rel for r in first) > ROUNDING:
-    return ""
-  past = [r for r in obs.bad if r.diff.max_rel > PAST and not obs._noise(r) and (  # pylint: disable=protected-access
-      r.step > obs.start or r.kind in kinds[3:])]
-  if not past:
-    return ""
-  r = min(past, key=lambda r: (r.step, kinds.index(r.kind) if r.kind in kinds else 9))
-  return (f"; step {obs.start}'s forward pass and gradients are rounding apart only (up to "
-          f"{max(x.diff.max_rel for x in first):.2g} relative); the first difference past "
-          f"rounding is at step {r.step}, {r.kind} of {r.tf1} ({r.diff.max_rel:.2g} relative), "
-          "where it grew or another difference starts")
-
-
-def _fused_first(obs):
-  """Where TF1's batch norm is fused and its cause did not fit (step 0 more than rounding
-  apart, which a fused kernel's sums can be where they cancel, or another fault beside it):
-  said as what it is, not as the cause."""
-  if not obs.tf1.facts.get("fused_batch_norm"):
-    return ""
-  return ("; TF1's batch norm is fused (FusedBatchNorm, its own rounding; step 0 is up to "
-          f"{obs.worst(obs.table, 0):.2g} relative apart, more than the fused-kernel cause "
-          "is named for): compare with fused=False on the TF1 side first, to see whether "
-          "anything else differs")

@@ -179,11 +179,14 @@ def _forward_layers(step, probes1, probes2, pairs, order):
           f"at {name}'s layer: its input the same bits, its output of another shape (TF1 "
           f"{list(np.shape(a[2]))}, TF2 {list(np.shape(b[2]))}; TF1 {a[0]}, TF2 {b[0]})"))
     if np.shape(a[1]) != np.shape(b[1]) or np.shape(a[2]) != np.shape(b[2]):
-      if np.ndim(a[2]) == np.ndim(b[2]) and np.shape(a[2])[:1] == np.shape(b[2])[:1]:
-        # Outputs of one rank and batch, of other sizes: a layer apart in shape (a bias read
-        # by a broadcast add on one side gives [1, ..] and is no such layer).
-        skipped.append(f"{name} (outputs TF1 {list(np.shape(a[2]))}, TF2 "
-                       f"{list(np.shape(b[2]))})")
+      which = 2 if np.shape(a[2]) != np.shape(b[2]) else 1
+      if np.ndim(a[which]) == np.ndim(b[which]) and (
+          np.shape(a[which])[:1] == np.shape(b[which])[:1]):
+        # Of one rank and batch, of other sizes: a layer apart in shape (a bias read by a
+        # broadcast add on one side gives [1, ..] and is no such layer); its input where
+        # that is what differs (TF1's explicit padding, 10x10, against 'same' on 8x8).
+        skipped.append(f"{name} ({'outputs' if which == 2 else 'inputs'} TF1 "
+                       f"{list(np.shape(a[which]))}, TF2 {list(np.shape(b[which]))})")
       continue
     same_in = np.array_equal(a[1], b[1])
     same_out = np.array_equal(a[2], b[2])

@@ -100,3 +100,21 @@ def test_past_rounding_is_located_where_the_bits_first_part_by_rounding_only():
                        "3e-07 relative); the first difference past rounding is at step 0, "
                        "slot of w:m (0.37 relative), where it grew or another difference "
                        "starts"), line
+
+
+def test_kernel_settings_are_advised_only_where_the_parting_is_of_roundings_size():
+  """A swapped block, 0.26 relative apart, was told to try TF_ENABLE_ONEDNN_OPTS=0; a ResNet's
+  residual add 5.7e-8 apart (grappler rewrote one graph's sum) was told only that, not the
+  rewrite that parted it."""
+  def line(rel):
+    def trace():
+      return Trace([], ["w"], [Step([np.float32(1)], [None], {"w": np.ones(3, np.float32)},
+                                    0.1, {}, {})], {"update_ops": "first_tower"})
+    table = [Row(0, "outputs", "tower_0", "replica_0", Diff(rel, rel, 5))]
+    (hint,) = diagnosis.causes([("w", "w")], trace(), trace(), table, 0.0, 1, ("A", "B"),
+                               "mean", onednn=True)
+    return hint
+  assert "TF_ENABLE_ONEDNN_OPTS=0" not in line(0.26) and "arithmetic" not in line(0.26)
+  small = line(5.7e-8)
+  assert "TF_ENABLE_ONEDNN_OPTS=0 on both sides" in small
+  assert "{'arithmetic_optimization': False}" in small

@@ -245,7 +245,8 @@ def test_a_group_norms_epsilon_is_compared():
         keras.Input((drop.SIZE, drop.SIZE, 3)), keras.layers.Conv2D(4, 3, padding="same",
                                                                     name="conv"),
         keras.layers.GroupNormalization(2, name="gn"), keras.layers.ReLU(),
-        keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(drop.CLASSES, name="logits")])
+        keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(drop.CLASSES, name="logits")],
+        name="net")  # named: "sequential" is numbered by what the process built before
 
   def replica_loss(model, images, labels, global_batch):
     del global_batch
@@ -258,8 +259,8 @@ def test_a_group_norms_epsilon_is_compared():
                           0.1), build_model=build, replica_loss=replica_loss,
                       tf2_optimizer=lambda: keras.optimizers.SGD(0.1),
                       gradient_reduction="mean",
-                      variable_map={"conv/weights": "sequential/conv/kernel",
-                                    "conv/biases": "sequential/conv/bias"})
+                      variable_map={"conv/weights": "net/conv/kernel",
+                                    "conv/biases": "net/conv/bias"})
   with pytest.raises(porting.PortError) as raised:
     porting.compare(port, drop.batches(1), replicas=1, steps=1)
   assert str(raised.value).startswith(

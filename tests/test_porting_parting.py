@@ -81,6 +81,19 @@ def test_a_layer_whose_output_has_another_shape_is_where_the_bits_part():
       "compare: middle (outputs TF1 [2, 3], TF2 [2, 5]))"), where.line()
 
 
+def test_a_layer_whose_input_has_another_shape_says_its_inputs():
+  """A ResNet port with 'same' padding where TF1 pads by hand: the stride-2 convolution's
+  input is 10x10 in TF1 and 8x8 in the port, its output the same shape; the line said
+  "(outputs TF1 [4, 4, 4, 8], TF2 [4, 4, 4, 8])", two equal shapes, and not the inputs."""
+  padded = np.zeros((2, 5), np.float32)
+  tf1 = {"bottom": ("Conv2D", X, X), "middle": ("Conv2D", padded, X), "top": ("MatMul", X, X)}
+  tf2 = dict(tf1, middle=("Conv2D", X, X + 1), top=("MatMul", X + 1, X))
+  where = parting.first_parting([_row(0, "outputs", "tower_0", 1e-3)], [], STRUCTURE, tf1,
+                                tf2, PAIRS)
+  assert "layers the kit could not compare: middle (inputs TF1 [2, 5], TF2 [2, 3])" in (
+      where.line()), where.line()
+
+
 def test_an_update_that_parts_with_the_same_gradients_is_said_as_such():
   table = [_row(1, "gradient", "w", 0.0), _row(1, "weight", "w", 1e-7)]
   where = parting.first_parting([table[1]], table, STRUCTURE)

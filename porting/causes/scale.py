@@ -64,11 +64,15 @@ def uniform_scale(obs):
   c = sum(float(np.dot(flat(b), flat(a))) for a, b in zip(g1, g2)) / den
   if abs(c - 1) <= 1e-3 or not _close([(b, c * flat(a)) for a, b in zip(g1, g2)], UNIFORM):
     return []
+  exponent = np.log2(abs(c))
+  scale_ = (f"; {c:.4g} is a power of two: also a loss scale the two sides do not share "
+            "(Keras's LossScaleOptimizer starts at 2**15, TF1's fp16 recipes at a constant)"
+            if abs(exponent - round(exponent)) < 1e-6 and round(exponent) != 0 else "")
   return [f"every gradient is {c:.4g} x TF1's at step 0, one factor for all: the port's loss "
           "is normalized otherwise, e.g. a mean over every example or pixel where TF1's "
           "tf.compat.v1.losses divides by the number of non-zero weights "
           "(SUM_BY_NONZERO_WEIGHTS, its default reduction), a sum against a mean, or a loss "
-          "scaled by a constant; make the port's loss divide as the TF1 loss does"]
+          f"scaled by a constant; make the port's loss divide as the TF1 loss does{scale_}"]
 
 
 def loss_only(obs):
