@@ -164,3 +164,14 @@ def recorder_build_lock():
       yield
     finally:
       fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def mean_cross_entropy_loss(model, images, labels, global_batch_size):
+  """A port's replica_loss under gradient_reduction="mean": the mean sparse cross-entropy of
+  the replica's rows plus the model's own losses (its regularizers), as a tower's loss."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  del global_batch_size
+  logits = model(images)
+  ce = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
+                                                                     logits=logits))
+  return (ce + tf.add_n(model.losses) if model.losses else ce), logits

@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 import porting
+from tests import helpers
 from tests import dropout_adam_port as m
 
 v1 = tf.compat.v1
@@ -81,18 +82,11 @@ def _collection_port(how):
         CLASSES, kernel_regularizer=keras.regularizers.L2(WD),
         kernel_initializer=keras.initializers.GlorotUniform(1), name="out")], name="net")
 
-  def replica_loss(model, images, labels, global_batch_size):
-    del global_batch_size
-    logits = model(images)
-    ce = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
-                                                                       logits=logits))
-    return ce + tf.add_n(model.losses), logits
-
   return porting.Port(
       tower_loss=_collection_tower(how),
       tf1_optimizer=lambda step: v1.train.GradientDescentOptimizer(0.1), build_model=build,
-      replica_loss=replica_loss, tf2_optimizer=lambda: keras.optimizers.SGD(0.1),
-      gradient_reduction="mean")
+      replica_loss=helpers.mean_cross_entropy_loss,
+      tf2_optimizer=lambda: keras.optimizers.SGD(0.1), gradient_reduction="mean")
 
 
 def test_tower_losses_read_from_the_collection_otherwise_in_later_towers_are_named():

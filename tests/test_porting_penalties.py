@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 import porting
+from tests import helpers
 
 from porting import penalties
 
@@ -110,17 +111,10 @@ def _port(l2):
     model.layers[0].bias.assign(np.linspace(-0.5, 0.5, CLASSES).astype(np.float32))
     return model
 
-  def replica_loss(model, images, labels, global_batch_size):
-    del global_batch_size
-    logits = model(images)
-    ce = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
-                                                                       logits=logits))
-    return ce + tf.add_n(model.losses), logits
-
   return porting.Port(
       tower_loss=_tf1_tower,
       tf1_optimizer=lambda step: tf.compat.v1.train.GradientDescentOptimizer(0.5),
-      build_model=build, replica_loss=replica_loss,
+      build_model=build, replica_loss=helpers.mean_cross_entropy_loss,
       tf2_optimizer=lambda: keras.optimizers.SGD(0.5), gradient_reduction="mean",
       variable_map={"W": "net/out/kernel", "b": "net/out/bias"})
 
