@@ -72,8 +72,18 @@ def update_rounding(obs):
               for r in obs.bad):
     return []
   later = any(r.diff.max_rel > ROUNDING for r in obs.bad if r not in obs.early)
+  # A training step's forward pass reads the batch's statistics, not the moving ones: a
+  # loss, output or gradient past rounding is something else (a ResNet's fp16 "sum" idiom at
+  # N = 2, its gradients 4e-4 apart from step 1, had this line alone).
+  beyond = [r for r in obs.bad if r.kind in ("loss", "outputs", "gradient") and
+            r.diff.max_rel > ROUNDING and not obs.rounding([r])]
+  first = min(beyond, key=lambda r: (r.step, r.kind != "loss")) if beyond else None
   return ["moving statistics differ by rounding: TF1's batch norm updates them as "
           "v - (v - x)(1 - m), Keras 3's as v m + x (1 - m), up to "
           f"{obs.worst([r for r in moving if r in obs.early]):.2g} relative" +
           (f" (read at steps {obs.start}-{obs.start + 1}; later steps differ more)"
-           if later else "")]
+           if later else "") +
+          (f"; they feed no training step's forward pass, so they do not explain the "
+           f"{first.kind} of {first.tf1} at step {first.step} ({first.diff.max_rel:.2g} "
+           "relative, past rounding): compare over fewer steps and with one tower to see "
+           "what else differs" if first else "")]
