@@ -153,7 +153,8 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
       raise PortError(differ)
     settings = towers.settings(), tf2.settings(first)
     differ = layer_mismatches.mismatches(*settings, pairs)
-    unread += layer_mismatches.unread(*settings, pairs) + [_beside(towers)]
+    unread += (layer_mismatches.unread(*settings, pairs) + [_beside(towers)]
+               + ema_settings.unread(towers, tf2))
     if differ:
       raise PortError(f"the layers' settings differ: {'; '.join(differ)}; set them alike on "
                       "both sides before comparing")

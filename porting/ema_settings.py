@@ -59,7 +59,24 @@ def differ(towers, tf2, pairs):
   """What the two EMAs average or how, as one line, or None. A record from before the kit
   read the TF1 EMA's settings holds none: what it averages is still compared."""
   line = averaged_alike(towers, tf2, pairs)
-  recorded = towers.facts.get("ema") if hasattr(towers, "facts") else None
+  recorded = towers.facts.get("ema")
   if line is None and tf2.ema is not None and recorded:
     line = mismatch(recorded, read(tf2.ema))
   return line
+
+
+def unread(towers, tf2):
+  """`not compared:` lines for what the two EMAs hold that the kit could not read: a decay
+  held in a tensor on a side, or a record made before the kit read the TF1 EMA's settings."""
+  if tf2.ema is None:
+    return []
+  recorded = towers.facts.get("ema")
+  if not recorded:
+    return ["the moving averages' settings: the TF1 side's are not in its record (made "
+            "before the kit read them); decay and num_updates are not compared, the steps' "
+            "numbers are"]
+  held = [side for side, settings in (("TF1", recorded), ("TF2", read(tf2.ema)))
+          if settings["decay"] is None]
+  return ([f"the moving averages' decay: held in a tensor on the {' and '.join(held)} side, "
+           "not compared; the steps' numbers are"] if held else [])
+

@@ -87,7 +87,8 @@ def causes(fits, frameworks=None):
     regularizer, rest = own[0], own[0] - size
     if abs(rest) <= SAME * regularizer:
       return [f"an L2 penalty is in the {more} loss only: {differ}, its regularizer's "
-              f"gradient {regularizer:.3g} x w; " + (
+              f"gradient {regularizer:.3g} x w, the whole difference (read as the {more} "
+              f"side's only penalty: one written by hand there too is not seen); " + (
                   "add it to the port" if more == "TF1" else
                   "the TF1 code has no such penalty: take the regularizer out of the port")]
     if rest > 0:
@@ -97,8 +98,9 @@ def causes(fits, frameworks=None):
                abs(ratio - 2) <= 2 * SAME else "")
       return [f"the L2 penalty of the {more} loss is {ratio:.3g} x the {less} loss's: {differ}; "
               f"the {more} side's regularizer gives {regularizer:.3g} x w, so the {less} "
-              f"loss's own (written by hand) gives {rest:.3g} x w{keras}; make the port's "
-              "penalty the TF1 code's"]
+              f"loss's own (written by hand) gives {rest:.3g} x w (read with the regularizer "
+              f"as the {more} side's only penalty){keras}; make the port's penalty the TF1 "
+              "code's"]
   # The TF1 code is the reference: the port is what changes.
   advice = ("add it to the port's replica_loss (or strengthen it)" if more == "TF1" else
             "take it out of the port's replica_loss (or weaken it to the TF1 code's)")

@@ -192,6 +192,7 @@ class Recorded:
     self.optimizer = type(self.optimizer_class, (), dict(header["optimizer"]))()
     self.slot_kinds = header["slot_kinds"]
     self.machine = header["machine"]
+    self.facts = header["facts"]  # what the towers showed as they were built (Towers.facts)
     self.steps_run = 0
 
   def variables(self):

@@ -89,3 +89,31 @@ def test_an_ema_without_num_updates_is_refused_with_both_settings():
   with pytest.raises(porting.PortError, match=rf"decay TF1 {m.EMA_DECAY:g}, TF2 0.5; set them "
                      r"alike$"):
     porting.compare(m.port(tf2_ema=other), m.batches(1), replicas=1, steps=1)
+
+
+def test_the_ema_settings_are_compared_against_a_record_and_unread_ones_said():
+  """A replay read no EMA settings at all (the record's reader kept no facts), silently; a
+  decay held in a tensor, or a record without the settings, is said as not compared."""
+  import json  # pylint: disable=g-import-not-at-top
+  import uuid  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from porting import record  # pylint: disable=g-import-not-at-top
+  path = f"ram://record-{uuid.uuid4().hex}"
+  header = record.write(m.port(1), m.batches(1), path, replicas=1, steps=1)
+  no_count = lambda optimizer: tf.train.ExponentialMovingAverage(m.EMA_DECAY)
+  with pytest.raises(porting.PortError, match="TF2 no num_updates"):
+    porting.compare(m.port(1, tf2_ema=no_count), record=path, steps=1)
+  held = lambda optimizer: tf.train.ExponentialMovingAverage(
+      tf.constant(m.EMA_DECAY), num_updates=optimizer.iterations)
+  report = porting.compare(m.port(1, tf2_ema=held), record=path, steps=1)
+  assert ("the moving averages' decay: held in a tensor on the TF2 side, not compared; the "
+          "steps' numbers are") in report.unread
+  with tf.io.gfile.GFile(header) as f:
+    recorded = json.load(f)
+  del recorded["facts"]["ema"]
+  tf.io.gfile.remove(header)  # ram:// opened for writing keeps what was there
+  with tf.io.gfile.GFile(header, "w") as f:
+    json.dump(recorded, f)
+  report = porting.compare(m.port(1), record=path, steps=1)
+  assert [line for line in report.unread if line.startswith(
+      "the moving averages' settings: the TF1 side's are not in its record")]

@@ -30,16 +30,19 @@ def later_towers(obs):
   head = (f"the TF1 towers after the first count their losses otherwise: at step 0 tower_0's "
           f"loss is replica_0's (within rounding) and the later towers' are apart (TF1 - "
           f"TF2: {apart}), with every tower's outputs the same")
+  port = " (or a port that adds a term on replica 0 only)"
   if all(x < 0 for x in d[1:]):
-    return [f"{head}: TF1's later towers lack a term tower 0 has; a collection read in the "
-            "tower by its scope holds only what that tower made, and the regularization "
-            "losses are made once, in tower 0's scope (get_total_loss(scope=scope), "
-            "get_regularization_loss(scope)); add the regularization read without the scope "
-            "(tf.compat.v1.losses.get_regularization_loss()) to the tower's own losses read "
-            "with it. The TF1 code differs by tower, not the port"]
+    return [f"{head}: TF1's later towers count less than the port's replicas, as where a "
+            "collection is read in the tower by its scope: it holds only what that tower "
+            "made, and the regularization losses are made once, in tower 0's scope "
+            "(get_total_loss(scope=scope), get_regularization_loss(scope)); add the "
+            "regularization read without the scope (tf.compat.v1.losses."
+            "get_regularization_loss()) to the tower's own losses read with it. The TF1 code "
+            "differs by tower, not the port" + port]
   if all(x > 0 for x in d[1:]):
-    return [f"{head}: TF1's later towers count more; a collection read whole in a tower "
-            "(tf.get_collection('losses'), get_total_loss() without the scope) holds every "
-            "earlier tower's losses too; read it by the tower's scope, as the original "
-            "tower_loss(scope) does. The TF1 code differs by tower, not the port"]
-  return [f"{head}. The TF1 code differs by tower, not the port"]
+    return [f"{head}: TF1's later towers count more than the port's replicas, as where a "
+            "collection is read whole in a tower (tf.get_collection('losses'), "
+            "get_total_loss() without the scope): it holds every earlier tower's losses too; "
+            "read it by the tower's scope, as the original tower_loss(scope) does. The TF1 "
+            "code differs by tower, not the port" + port]
+  return [f"{head}. The TF1 code differs by tower, not the port" + port]
