@@ -4,7 +4,6 @@ t)), zero debiasing). An EMA without `num_updates` on one side is the fault team
 its averages move at the full decay from the first step."""
 
 
-
 def read(ema):
   """{decay, num_updates, zero_debias} of a tf.train.ExponentialMovingAverage, as JSON (a
   record keeps it in its facts); a decay held in a tensor is None (not read)."""
@@ -79,4 +78,3 @@ def unread(towers, tf2):
           if settings["decay"] is None]
   return ([f"the moving averages' decay: held in a tensor on the {' and '.join(held)} side, "
            "not compared; the steps' numbers are"] if held else [])
-

@@ -48,7 +48,8 @@ def _past_rounding(obs):
            not obs._noise(r)]  # pylint: disable=protected-access
   if not first or not obs.rounding(first):
     return ""
-  past = [r for r in obs.bad if r.diff.max_rel > PAST and not obs._noise(r) and (  # pylint: disable=protected-access
+  noise = obs._noise  # pylint: disable=protected-access
+  past = [r for r in obs.bad if r.diff.max_rel > PAST and not noise(r) and (
       r.step > obs.start or r.kind in kinds[3:])]
   if not past:
     return ""
