@@ -8,6 +8,9 @@
   assert report.equal
 
   spec        Port: what a team hands the kit (its functions on both sides)
+  combination TowerCombination: how the TF1 script makes one update of its towers
+              (AVERAGE_GRADIENTS, MODEL_DEPLOY, replicate_model_fn(...), SYNC_REPLICAS,
+              HOROVOD), run by the TF1 side and read by the causes (causes/combination)
   check       compare() and its Report
   tf1_towers  the TF1 side: towers in a graph, a Session (tf1_update: average_gradients,
               the script's tf1_gradients, the optimizer's rate)
@@ -72,7 +75,11 @@ _API = {"compare": "porting.check", "Report": "porting.check",
         "TF1Adam": "porting.optimizers",
         "TF1Momentum": "porting.optimizers", "TF1RMSProp": "porting.optimizers",
         "TF1Adagrad": "porting.optimizers",
-        "Port": "porting.spec", "TF1BatchNorm": "porting.batch_norm"}
+        "Port": "porting.spec", "TF1BatchNorm": "porting.batch_norm",
+        "TowerCombination": "porting.combination",
+        "AVERAGE_GRADIENTS": "porting.combination", "MODEL_DEPLOY": "porting.combination",
+        "SYNC_REPLICAS": "porting.combination", "HOROVOD": "porting.combination",
+        "replicate_model_fn": "porting.combination"}
 __all__ = sorted(_API)
 
 

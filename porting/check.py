@@ -10,6 +10,7 @@ from porting.errors import PortError
 from porting import devices as replica_devices
 from porting import checkpoint_extras
 from porting import checkpoints
+from porting import combination as combination_lib
 from porting import diagnosis
 from porting import ema_settings
 from porting import hyperparameters
@@ -126,8 +127,9 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
     clips = [d for d in differ if d.startswith(hyperparameters.CLIPPING)]
     differ = [d for d in differ if d not in clips]
     tf2_clips = ", ".join(f"{c.split()[0]} {c.rsplit('TF2 ', 1)[1]}" for c in clips)
-    unread.append("the gradients' clipping: TF1's is tf1_gradients, which the kit does not "
-                  f"read (TF2's: {tf2_clips or 'none'}); the steps' numbers compare them")
+    unread.append("what tf1_gradients makes of the towers' combined gradients (a clipping "
+                  "or any other transform): the kit does not read its code (TF2's clipping: "
+                  f"{tf2_clips or 'none'}); the steps' numbers compare them")
   if differ:
     towers.close()
     raise PortError(f"the optimizers' hyper-parameters differ: {'; '.join(differ)}; set them "
@@ -162,7 +164,13 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
     # Both sides ran under these (replica_devices.session_config hands them to the Session).
     trace1.facts["graph_rewrites"] = tf.config.optimizer.get_experimental_options()
     optimizers = (towers.optimizer_class, type(tf2.optimizer).__name__)
-    factor = replicas if port.gradient_reduction == "sum" else 1
+    # Each tower's loss against its replica's on the tower's scale: a tower's is its own mean
+    # (x 1/N where the script divides it), a replica's the global batch's share (1/N) under
+    # "sum", its own mean under "mean".
+    combination = towers_combination(port, trace1)
+    factor = combination.tower_scale(replicas) / (
+        1.0 / replicas if port.gradient_reduction == "sum" else 1.0)
+    factor = int(factor) if factor == int(factor) else factor
     table = []
     for s in range(steps):
       images, labels = first if s == 0 else spec.checked_batch(batch(s), s, replicas)
@@ -175,6 +183,8 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
       # Each step's largest TF1 gradient: what a vanishing gradient is measured against.
       trace1.facts.setdefault("largest_gradient", []).append(max(
           (float(np.abs(g).max()) for g in a.gradients.values() if np.size(g)), default=0.0))
+      if s == 0 and hasattr(towers, "step0"):
+        trace1.facts.update(towers.step0)
       if s == 0:  # the starting weights fit a penalty written by hand, then go
         trace1.facts["penalty"] = penalties.fit(pairs, trace1.trainable, a, b, start)
         trace1.facts["penalty_frameworks"] = penalties.framework(
@@ -199,9 +209,17 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
   if start_from is not None:
     trace1.facts["start"] = trace2.facts["start"] = (start_from, first_step)
   hints = diagnosis.causes(pairs, trace1, trace2, table, tolerance, replicas, optimizers,
-                           port.gradient_reduction, onednn=where.onednn)
+                           port.gradient_reduction, onednn=where.onednn,
+                           combination=combination)
   return Report(pairs, table, trace1, trace2, tolerance, hints, replicas, where,
                 [line for line in unread if line])
+
+
+def towers_combination(port, trace1):
+  """The TowerCombination the TF1 side ran: the Port's, or a record's as it was recorded."""
+  if "recorded" in trace1.facts or "combination" in trace1.facts:
+    return combination_lib.from_record(trace1.facts)
+  return port.combination
 
 
 def _beside(towers):

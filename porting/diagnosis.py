@@ -16,11 +16,13 @@ import functools
 
 import numpy as np
 
+from porting import combination as combination_lib
 from porting import parting
 from porting import random_causes
 from porting import unexplained
 from porting.causes import averages
 from porting.causes import batch_norm
+from porting.causes import combination as combination_causes
 from porting.causes import gradients
 from porting.causes import machines
 from porting.causes import optimizers
@@ -33,9 +35,11 @@ from porting.diffs import flat
 ROUNDING = 1e-5  # max rel of a difference that is rounding, not a different computation
 NOISE = 1e-2  # max rel from which a vanishing gradient's difference is its values' noise
 
-# The order the report lists them in; a rule may read what earlier ones found (obs.found).
-RULES = (outputs.structure, towers.later_towers, scale.gradient_scale, scale.uniform_scale,
-         scale.loss_only, scale.regularization, scale.penalty_by_hand,
+# The order the report lists them in; a rule may read what earlier ones found (obs.fired).
+RULES = (outputs.structure, towers.later_towers, combination_causes.transformed_scale,
+         combination_causes.summed_towers, scale.gradient_scale, scale.uniform_scale,
+         scale.loss_only, scale.regularization, combination_causes.regularization_placement,
+         scale.penalty_by_hand,
          optimizers.learning_rate, batch_norm.fused, batch_norm.other_towers,
          batch_norm.update_rounding, gradients.vanishing_only, gradients.fused_bias,
          gradients.gradient_sums,
@@ -48,8 +52,6 @@ ROUNDING_RULES = (scale.loss_only, batch_norm.fused, batch_norm.update_rounding,
                   gradients.vanishing_only, gradients.fused_bias, gradients.gradient_sums,
                   scale.not_a_power_of_two, optimizers.sparse_update, machines.other_runtime)
 
-
-SECONDARY = ("the moving averages follow the weights",)
 
 
 def _dot(xs, ys):
@@ -73,7 +75,11 @@ class Observations:
   optimizers: tuple
   reduction: str
   onednn: bool
+  combination: object = None  # the TF1 side's TowerCombination
   found: list = dataclasses.field(default_factory=list)
+  # {rule: the lines it gave}: what a later rule reads of an earlier one's finding (fired),
+  # by the rule, never by its sentence.
+  findings: dict = dataclasses.field(default_factory=dict)
 
   def __post_init__(self):
     self.bad = [r for r in self.table if not r.diff.within(self.tolerance)]
@@ -87,6 +93,29 @@ class Observations:
     self.early = [r for r in self.bad if r.step <= self.start + 1]
     self.first1, self.first2 = self.tf1.steps[0], self.tf2.steps[0]
     self.names = [k for k in self.tf1.trainable if k in self.to2]
+    if self.combination is None:
+      self.combination = combination_lib.AVERAGE_GRADIENTS
+    # A replica's loss times this is on its tower's scale (the report's loss rows).
+    self.loss_factor = self.combination.tower_scale(self.n) / (
+        1.0 / self.n if self.reduction == "sum" else 1.0)
+
+  @functools.cached_property
+  def transform(self):
+    """The one factor by which tf1_gradients scaled the combined gradients at step 0 (1.0:
+    none, or it left them as they were); None where it did more than scale them (a clipping
+    that cut some, not all, by one factor) or there is no tf1_gradients."""
+    transformed = self.tf1.facts.get("transformed")
+    if not transformed:
+      return None
+    g1 = [self.first1.gradients[k] for k in self.names if k in transformed]
+    t = [transformed[k] for k in self.names if k in transformed]
+    den = _dot(g1, g1)
+    if den == 0:
+      return None
+    c = _dot(t, g1) / den
+    residual = sum(float(np.dot(flat(b) - c * flat(a), flat(b) - c * flat(a)))
+                   for a, b in zip(g1, t))
+    return c if residual <= (1e-5 * c) ** 2 * den else None
 
   @functools.cached_property
   def ratio(self):
@@ -100,7 +129,8 @@ class Observations:
   @property
   def scaled(self):
     """Whether the gradients were found N x or 1/N apart."""
-    return self.found_any("every gradient is")
+    return self.fired(scale.gradient_scale, scale.uniform_scale,
+                      combination_causes.transformed_scale, combination_causes.summed_towers)
 
   @functools.cached_property
   def largest(self):
@@ -158,8 +188,9 @@ class Observations:
     variable's whose gradient vanishes (its gradient, weight, slots and average)."""
     return all(r.diff.max_rel <= bound or self._noise(r) for r in rows)
 
-  def found_any(self, *starts):
-    return any(h.startswith(starts) for h in self.found)
+  def fired(self, *rules):
+    """Whether any of `rules` (run before the caller) named its cause."""
+    return any(self.findings.get(rule) for rule in rules)
 
   def worst(self, rows, step=None):
     """The largest max relative difference of `rows` (of step `step`'s forward pass and
@@ -183,15 +214,16 @@ class Observations:
 
 
 def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers_, reduction="sum",
-           onednn=False):
+           onednn=False, combination=None):
   """The known causes that fit the differences of `table` (report.Rows), as lines."""
   obs = Observations(pairs, tf1, tf2, table, tolerance, replicas, optimizers_, reduction,
-                     onednn)
+                     onednn, combination)
   if not obs.bad and obs.rates[0] == obs.rates[1]:
     return []
   for rule in RULES:
     if not (obs.update_apart and rule in ROUNDING_RULES):
-      obs.found += rule(obs)
+      obs.findings[rule] = rule(obs)
+      obs.found += obs.findings[rule]
   hints = random_causes.causes(obs.bad, tf1.facts, tf2.facts) + obs.found
   nonfinite = [r for r in obs.bad if r.diff.nonfinite]
   if nonfinite:
@@ -202,6 +234,6 @@ def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers_, reduction="
                  "comes from, tf.debugging.enable_check_numerics() on both sides")
   # A line that says what follows from another difference (the averages of weights that
   # differ) explains nothing: where it is all there is, where the bits part is said too.
-  if obs.bad and all(h.startswith(SECONDARY) for h in hints):
+  if obs.bad and set(hints) <= set(obs.findings.get(averages.follow_the_weights, [])):
     hints.append(unexplained.line(obs))
   return hints

@@ -13,9 +13,10 @@ from typing import Callable, Optional
 
 import tensorflow as tf
 
+from porting import combination as combinations
 from porting.errors import PortError
 
-UPDATE_OPS = ("first_tower", "last_tower", "all_towers", "none")
+UPDATE_OPS = combinations.UPDATE_OPS
 GRADIENT_REDUCTIONS = ("sum", "mean")
 EMA_ORDERS = ("after_update", "before_update")
 RANDOM_OPS = ("aligned", "as_written")
@@ -51,13 +52,20 @@ class Port:
     `average_gradients` does (the sum in replica order, then a true division by N) and hands
     the average to the optimizer once, in cross-replica context: the towers' divisions at
     every N.
+  tf1_towers: how the TF1 script turns its towers into one update (porting.combination:
+    each tower's loss as written or divided by N, where the regularization is added, the
+    gradients' mean or sum, whose UPDATE_OPS run): porting.AVERAGE_GRADIENTS (the default,
+    the tutorial's towers), porting.MODEL_DEPLOY (slim's clones), porting.replicate_model_fn(
+    loss_reduction), porting.SYNC_REPLICAS, porting.HOROVOD, or a TowerCombination of the
+    script's own. The kit runs that arithmetic and compares each tower's loss with its
+    replica's on the scale each side defines.
   update_ops: which towers' UPDATE_OPS (batch-norm moving statistics) the TF1 code runs with
     its train op: "first_tower" (`get_collection(UPDATE_OPS, scope)` of tower 0, as the
     multi-GPU tutorials did), "last_tower" (the scope the loop left last, as Inception's
     inception_train.py kept), "all_towers" (an Estimator model_fn's unscoped
     `get_collection(UPDATE_OPS)` under replicate_model_fn) or "none" (a train op built
     without them, as a model_fn that leaves out their control dependency: TF1's moving
-    statistics never move, which the kit then says before a step runs).
+    statistics never move, which the kit then says before a step runs). None: tf1_towers'.
   variable_map: {TF1 name: TF2 name} for variables the kit cannot pair by itself; {TF1 name:
     None} leaves a variable of the TF1 code's own out (the report names it).
   tf1_ema(global_step) -> a tf.compat.v1.train.ExponentialMovingAverage of the trainable
@@ -89,7 +97,7 @@ class Port:
   build_model: Callable
   replica_loss: Callable
   tf2_optimizer: Callable
-  update_ops: str = "first_tower"
+  update_ops: Optional[str] = None
   variable_map: Optional[dict] = None
   tf1_ema: Optional[Callable] = None
   tf2_ema: Optional[Callable] = None
@@ -100,6 +108,14 @@ class Port:
   tf1_ema_variables: Optional[Callable] = None
   tf2_ema_variables: Optional[Callable] = None
   tf1_gradients: Optional[Callable] = None
+  tf1_towers: combinations.TowerCombination = combinations.AVERAGE_GRADIENTS
+
+  @property
+  def combination(self):
+    """tf1_towers, with update_ops where the Port names them."""
+    if self.update_ops is None:
+      return self.tf1_towers
+    return dataclasses.replace(self.tf1_towers, update_ops=self.update_ops)
 
   def __post_init__(self):
     # The five the kit calls: a None or a non-callable here is the port's, said as such
@@ -109,11 +125,15 @@ class Port:
       if not callable(getattr(self, field)):
         raise PortError(f"Port's {field} must be a function, got "
                         f"{type(getattr(self, field)).__name__}")
-    for field, allowed in (("update_ops", UPDATE_OPS), ("ema_order", EMA_ORDERS),
+    if not isinstance(self.tf1_towers, combinations.TowerCombination):
+      raise PortError("Port's tf1_towers must be a porting.TowerCombination (porting."
+                      "AVERAGE_GRADIENTS, MODEL_DEPLOY, ...), got "
+                      f"{type(self.tf1_towers).__name__}")
+    for field, allowed in (("update_ops", UPDATE_OPS + (None,)), ("ema_order", EMA_ORDERS),
                            ("gradient_reduction", GRADIENT_REDUCTIONS),
                            ("random_ops", RANDOM_OPS)):
       if getattr(self, field) not in allowed:
-        raise PortError(f"{field} must be one of {', '.join(allowed)}, got "
+        raise PortError(f"{field} must be one of {', '.join(a for a in allowed if a)}, got "
                         f"{getattr(self, field)!r}")
     if (self.tf1_ema is None) != (self.tf2_ema is None):
       raise PortError("give tf1_ema and tf2_ema both, or neither: an average on one side "

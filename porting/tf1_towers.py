@@ -67,21 +67,33 @@ class Towers:
       # The original's tower_loss(scope, images, labels) read its 'losses' collection by scope.
       takes_scope = next(iter(inspect.signature(port.tower_loss).parameters), None) == "scope"
       shared = tf1_variables.Shared(source)
+      combination = self.combination = port.combination
+      # A collection the script reads once every tower is built (model_deploy's
+      # REGULARIZATION_LOSSES): those towers' gradients are taken after the last is built.
+      after_all = combination.regularization != "in_tower_loss"
+      scopes = []
       for i, (device, x, y) in enumerate(zip(devices, tf.split(images, n), tf.split(labels, n))):
         if source is not None:
           source.tower = i
         with tf.device(device), tf.name_scope(f"tower_{i}") as scope, \
             random_ops.aligned(source), tf1_layers.routed():
+          scopes.append(scope)
           with shared.tower_scope(i):  # get_variable reused after tower 0, tf.Variable too
             loss, outputs = spec.loss_and_outputs(_tower(port, takes_scope, scope, x, y),
                                                   parts)
           self.losses.append(loss)
           self.outputs.append(outputs)
-          if port.update_ops != "none" and (port.update_ops == "all_towers" or i == (
-              n - 1 if port.update_ops == "last_tower" else 0)):
+          if _runs_updates(combination.update_ops, i, n):
             updates += v1.get_collection(v1.GraphKeys.UPDATE_OPS, scope)
-          tower_grads.append([(g, v) for g, v in optimizer.compute_gradients(loss)
-                              if g is not None])
+          if not after_all:
+            self.losses[i] = tf1_update.tower_loss(combination, loss, i, n, [])
+            tower_grads.append(_gradients(optimizer, self.losses[i]))
+      regularization = v1.get_collection(v1.GraphKeys.REGULARIZATION_LOSSES)
+      for i, (device, scope) in enumerate(zip(devices, scopes) if after_all else ()):
+        with tf.device(device), tf.name_scope(scope):
+          self.losses[i] = tf1_update.tower_loss(combination, self.losses[i], i, n,
+                                                 regularization)
+          tower_grads.append(_gradients(optimizer, self.losses[i]))
       # Not Keras 3's SeedGenerator state (tf.keras layers in the towers under TF 2.16+: a
       # Dropout's random stream, which the kit's aligned draws replace and a port's Keras
       # model does not count among its weights either).
@@ -90,7 +102,7 @@ class Towers:
       if not self.model_variables:
         raise PortError("tower_loss created no variable (build them with "
                         "tf.compat.v1.get_variable or tf.compat.v1.layers)")
-      grads = tf1_update.average_gradients(tower_grads)
+      grads = tf1_update.combine(combination, tower_grads)
       self.gradients = {_name(v): g for g, v in grads}
       self.learning_rate = tf1_update.rate(optimizer)
       trainable = [v for _, v in grads]
@@ -101,9 +113,12 @@ class Towers:
                   else trainable)
       if ema is not None and port.ema_order == "before_update":
         updates = updates + [ema.apply(averaged)]
+      applied = tf1_update.applied(port, grads)
+      # What tf1_gradients made of the combined gradients, read at step 0 (check.py).
+      self.transformed = ({_name(v): g for g, v in applied}
+                          if port.tf1_gradients is not None else None)
       with tf.control_dependencies(updates):
-        self.train_op = optimizer.apply_gradients(tf1_update.applied(port, grads),
-                                                  global_step=global_step)
+        self.train_op = optimizer.apply_gradients(applied, global_step=global_step)
       if ema is not None and port.ema_order == "after_update":
         with tf.control_dependencies([self.train_op]):
           self.train_op = ema.apply(averaged)
@@ -124,15 +139,26 @@ class Towers:
         beta1_power, beta2_power = optimizer._get_beta_accumulators()  # pylint: disable=protected-access
         self.beta_powers = {_name(beta1_power): optimizer._beta1,  # pylint: disable=protected-access
                             _name(beta2_power): optimizer._beta2}  # pylint: disable=protected-access
-      regularization = v1.get_collection(v1.GraphKeys.REGULARIZATION_LOSSES)
       self.regularization = {}
+      self.regularization_loss = tf.add_n(regularization) if regularization else None
+      # Which towers' losses (as the script hands them to compute_gradients) hold the
+      # collection: read from the graph, what the regularization causes count against.
+      # A term is the collection's, or a regularizer's op of that name (get_variable's and
+      # tf.layers' `<variable>/Regularizer/`): the collection a tower read while it was built
+      # can hold other ops of the same regularizers than the one read here.
+      terms = {t.op.name for t in regularization}
+      regularized_towers = [i for i, loss in enumerate(self.losses) if any(
+          name in terms or "/Regularizer/" in name
+          for name in layer_settings.reached([loss.op]))]
       if regularization:
         variables = [v for _, v in grads]
         for v, g in zip(variables, tf.gradients(tf.add_n(regularization), variables)):
           if g is not None:
             self.regularization[_name(v)] = g
       towers, in_place = layer_settings.tower_updates(self.graph, self.train_op)
-      self.facts = {"update_ops": port.update_ops, "ema_order": port.ema_order,
+      self.facts = {"update_ops": combination.update_ops, "ema_order": port.ema_order,
+                    "combination": combination.record(),
+                    "regularized_towers": regularized_towers if regularization else None,
                     "update_towers": towers, "in_place_updates": in_place,
                     "structure": parting.structure(
                         self.graph, {_name(v) for _, v in grads}),
@@ -243,6 +269,10 @@ class Towers:
     # Read first, from the weights before the step: beside the train op they could race
     # with its updates.
     lr, regularization = self.sess.run([self.learning_rate, self.regularization], feed)
+    if self.steps_run == 1:  # step 0's: what the causes measure the towers' arithmetic by
+      fetches = {"regularization_loss": self.regularization_loss,
+                 "transformed": self.transformed}
+      self.step0 = self.sess.run({k: f for k, f in fetches.items() if f is not None}, feed)
     fetches = {"train": self.train_op, "losses": self.losses, "gradients": self.gradients,
                "outputs": [o for o in self.outputs if o is not None]}
     out = self.sess.run(fetches, feed)
@@ -272,6 +302,16 @@ def _tower(port, takes_scope, scope, images, labels):
     if error is None:
       raise
     raise error from None
+
+
+def _runs_updates(update_ops, i, n):
+  """Whether tower i's UPDATE_OPS run with the train op under `update_ops`."""
+  return update_ops == "all_towers" or (
+      update_ops != "none" and i == (n - 1 if update_ops == "last_tower" else 0))
+
+
+def _gradients(optimizer, loss):
+  return [(g, v) for g, v in optimizer.compute_gradients(loss) if g is not None]
 
 
 def _name(variable):

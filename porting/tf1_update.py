@@ -1,6 +1,7 @@
-"""What the TF1 side's train op applies: the towers' gradients averaged as the original's
-`average_gradients` does, the script's own transform of them (Port.tf1_gradients: its
-clipping), and the rate the optimizer reads."""
+"""What the TF1 side's train op applies: each tower's loss as the script makes it, the towers'
+gradients combined as its TowerCombination says (the original's `average_gradients`, or
+model_deploy's sum of the clones'), the script's own transform of them (Port.tf1_gradients:
+its clipping), and the rate the optimizer reads."""
 
 import tensorflow as tf
 
@@ -14,6 +15,36 @@ def average_gradients(tower_grads):
     grads = [tf.expand_dims(g, 0) for g, _ in grads_and_vars]
     averaged.append((tf.reduce_mean(tf.concat(grads, 0), 0), grads_and_vars[0][1]))
   return averaged
+
+
+def tower_loss(combination, loss, i, n, regularization):
+  """Tower i's loss as the script hands it to compute_gradients: `loss` (tower_loss's) divided
+  by N where the combination divides it (model_deploy's tf.div(clone_loss, 1.0 * N)), then the
+  sum of `regularization` (the REGULARIZATION_LOSSES collection) added where the combination
+  adds it to tower i, as model_deploy's _gather_clone_loss adds it."""
+  if combination.tower_scale(n) != 1:
+    loss = tf.math.divide(loss, 1.0 * n, name="scaled_tower_loss")
+  adds = {"first_tower": i == 0, "every_tower": True}.get(combination.regularization, False)
+  if adds and regularization:
+    loss = tf.add_n([loss, tf.add_n(regularization, name="regularization_loss")])
+  return loss
+
+
+def combine(combination, tower_grads):
+  """The towers' [(gradient, variable)] lists as one, by the combination's mean or sum."""
+  if combination.gradients == "mean":
+    return average_gradients(tower_grads)
+  return sum_gradients(tower_grads)
+
+
+def sum_gradients(tower_grads):
+  """model_deploy's _sum_clones_gradients (and replicate_model_fn's dense sum): per variable,
+  add_n of the towers' gradients; one tower's as it is."""
+  summed = []
+  for grads_and_vars in zip(*tower_grads):
+    grads = [g for g, _ in grads_and_vars]
+    summed.append((tf.add_n(grads) if len(grads) > 1 else grads[0], grads_and_vars[0][1]))
+  return summed
 
 
 def applied(port, grads):

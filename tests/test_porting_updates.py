@@ -305,8 +305,9 @@ def test_the_scripts_clipping_between_its_gradients_and_their_update_is_a_port_f
     hook = porting.compare(dataclasses.replace(m.port(fault), tf1_optimizer=plain,
                                                tf1_gradients=m.clip_by_global_norm),
                            m.batches(1, 2), replicas=1, steps=2)
-    assert ("not compared: the gradients' clipping: TF1's is tf1_gradients, which the kit "
-            f"does not read (TF2's: {'global_clipnorm' if fault is None else 'clipnorm'} 0.05); "
+    assert ("not compared: what tf1_gradients makes of the towers' combined gradients (a "
+            "clipping or any other transform): the kit does not read its code (TF2's "
+            f"clipping: {'global_clipnorm' if fault is None else 'clipnorm'} 0.05); "
             "the steps' numbers compare them") in hook.text()
     [line] = _causes(hook)
     if fault is None:

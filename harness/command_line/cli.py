@@ -180,13 +180,28 @@ def _main(main, values, args, takes_args, own_process=False):
     _fail(str(error))
 
 
+def suggested(message, names):
+  """absl's unknown-flag line, with the flag a user means where its name holds the word
+  typed whole: absl's edit distance offered gpu_memory_limit_mb for --gpus, not num_gpus."""
+  match = re.match(r"Unknown command line flag '([^']+)'", message)
+  if not match:
+    return message
+  typed = match.group(1)
+  words = lambda name: set(name.split("_"))
+  meant = sorted((n for n in names if typed in words(n) or (
+      words(typed) < words(n) and len(words(typed)) > 1)), key=len)
+  if not meant:
+    return message
+  return f"Unknown command line flag '{typed}'. Did you mean: {', '.join(meant[:3])} ?"
+
+
 def _parse(fv, argv):
   """absl's parser, but a bad or unknown flag is one line too, not absl's two; so is a
   --flagfile that is not text (absl reads it as UTF-8 and would end in a traceback)."""
   try:
     return fv(argv)
   except flags.Error as e:
-    _fail(str(e).removeprefix("ERROR:: "))  # absl's prefix for a flagfile it cannot open
+    _fail(suggested(str(e).removeprefix("ERROR:: "), list(fv)))  # a flagfile absl cannot open
   except UnicodeDecodeError as e:
     named = [a.split("=", 1)[1] for a in argv if a.startswith(("--flagfile=", "-flagfile="))]
     which = f"--flagfile={named[0]}" if len(named) == 1 else "a --flagfile"

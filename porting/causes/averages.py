@@ -27,7 +27,7 @@ def follow_the_weights(obs):
   """Each differing average is no further apart than its own weight: the EMA is the same,
   the weights it averages are not (their own cause is elsewhere)."""
   averages = [r for r in obs.bad if r.kind == "average"]
-  if not averages or obs.found_any("the moving averages differ while"):
+  if not averages or obs.fired(read_order):
     return []
   weights = {(r.step, r.tf1): r for r in obs.table if r.kind == "weight"}
   s = min(r.step for r in averages)

@@ -30,7 +30,7 @@ def other_towers(obs):
   the TF2 side keeps replica 0's own."""
   moving, n = _moving(obs), obs.n
   towers = obs.tf1.facts.get("update_towers", [0])
-  if obs.found_any("TF1's batch norm is fused") or not moving or n == 1 or towers == [0] or (
+  if obs.fired(fused) or not moving or n == 1 or towers == [0] or (
       all(r.diff.max_rel <= ROUNDING for r in moving)):
     return []
   which = ("every tower's, with no order between them" if len(towers) == n else
@@ -65,7 +65,7 @@ def update_rounding(obs):
   another TensorFlow, was named as this update form, for a port whose TF1BatchNorm updates as
   TF1 does.)"""
   moving = _moving(obs)
-  if obs.found_any("TF1's batch norm is fused", "batch-norm moving statistics") or (
+  if obs.fired(fused, other_towers) or (
       not moving) or not all(r.diff.max_rel <= ROUNDING for r in moving if r in obs.early) or (
           min(r.step for r in moving) > obs.start) or any(
               r.step == obs.start and r.kind in ("loss", "outputs", "gradient")

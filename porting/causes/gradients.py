@@ -53,8 +53,8 @@ def gradient_sums(obs):
   optimizer off, any tensor used twice; with it as by default, where the numbers show it: the
   first gradient from the loss down that parts sits below a tensor used k times."""
   s, at = _first_gradients(obs)
-  if not at or not _forward_same(obs, s) or not _rounding(obs, at) or obs.found_any(
-      "only bias gradients differ"):
+  if not at or not _forward_same(obs, s) or not _rounding(obs, at) or obs.fired(
+      fused_bias):
     return []
   if machines.elsewhere(obs):
     # A record from another TensorFlow: its gradient kernels round otherwise too (a text

@@ -91,7 +91,7 @@ def momentum(obs):
   if obs.optimizers != ("MomentumOptimizer", "SGD"):
     return []
   rows = _model_rows(obs)
-  if not rows or obs.found_any("the learning rate differs"):
+  if not rows or obs.fired(learning_rate):
     return []
   first = min(r.step for r in rows)
   rates = obs.rates[0]

@@ -5,6 +5,8 @@ that is not a power of two under TF2's loss-over-the-global-batch idiom."""
 import numpy as np
 
 from porting import penalties
+from porting.causes import combination as combination_causes
+from porting.causes import towers
 from porting.diffs import flat
 
 ROUNDING = 1e-5
@@ -25,7 +27,9 @@ def gradient_scale(obs):
   """Every gradient N x or 1/N the towers' average (the ratio of the two sides' step-0
   gradients, over every variable)."""
   ratio, n = obs.ratio, obs.n
-  if ratio is None:
+  # Read against towers that combine to their mean (the tutorial's average, model_deploy's
+  # sum of divided losses); a script that sums its towers' own is causes.combination's.
+  if ratio is None or obs.scaled or abs(obs.combination.update_scale(n) - 1) > 1e-6:
     return []
   if obs.reduction == "mean" and abs(ratio - 1 / n) < 0.05 / n:
     return [f"every gradient is {ratio:.3g} x the towers' average (1/N, N = {n}): "
@@ -54,7 +58,7 @@ def uniform_scale(obs):
   port's loss is normalized otherwise. Measured: a loss over 4 rows of which 3 have a
   non-zero weight, c = 0.75 (Keras's mean over every row against tf.losses'
   SUM_BY_NONZERO_WEIGHTS)."""
-  if obs.found_any("every gradient is"):
+  if obs.scaled:
     return []
   g1 = [obs.first1.gradients[k] for k in obs.names]
   g2 = [obs.first2.gradients[obs.to2[k]] for k in obs.names]
@@ -98,6 +102,12 @@ def regularization(obs):
   if not reg or obs.scaled:
     return []
   regularized = [k for k in obs.names if k in reg]
+  # The lines below read the TF1 update as holding the collection once (each tower's loss
+  # with it, averaged; model_deploy's first clone, summed): where the graph shows otherwise,
+  # they would blame the port for the script's own count.
+  count = combination_causes.regularization_count(obs)
+  if count is not None and abs(count - 1) > 1e-6:
+    return _uncounted(obs, count, regularized)
 
   def delta_against(factor):
     return ((flat(obs.first2.gradients[obs.to2[k]]) - flat(obs.first1.gradients[k]),
@@ -123,11 +133,26 @@ def regularization(obs):
   return []
 
 
+def _uncounted(obs, count, regularized):
+  """The TF1 update holds the collection `count` x (0: no tower's loss reaches it)."""
+  def delta_against(factor):
+    return ((flat(obs.first2.gradients[obs.to2[k]]) - flat(obs.first1.gradients[k]),
+             factor * flat(obs.first1.regularization[k])) for k in regularized)
+  if count == 0 and _close(delta_against(1.0)):
+    return ["the TF1 towers' losses hold no regularization (no tower's loss reaches the "
+            "REGULARIZATION_LOSSES collection, read from the graph) and the port adds it once: "
+            "its gradient is all that differs. Where the script adds the collection to the "
+            "towers' losses itself (model_deploy adds it to the first clone's), say so in "
+            "Port(tf1_towers=...: porting.MODEL_DEPLOY, or a TowerCombination with "
+            f"regularization='first_tower'); else the port adds a term the script does not "
+            f"(tf1_towers: {obs.combination.describe(obs.n)})"]
+  return []
+
+
 def penalty_by_hand(obs):
   """Every differing gradient c x its starting weight: a penalty in one side's loss only."""
   fitted = obs.tf1.facts.get("penalty")
-  if not fitted or obs.scaled or any("regularization is" in h for h in obs.found) or (
-      obs.found_any("the TF1 towers after the first")):
+  if not fitted or obs.scaled or obs.fired(regularization, towers.later_towers):
     return []
   return penalties.causes(fitted, obs.tf1.facts.get("penalty_frameworks"))
 
@@ -138,10 +163,12 @@ def not_a_power_of_two(obs):
   if not (n & (n - 1)) or obs.reduction != "sum" or obs.scaled or not all(
       r.diff.max_rel <= ROUNDING for r in obs.early):
     return []
+  towers_ = ("each tower's mean over B averaged over N" if obs.combination.gradients == "mean"
+             else f"the towers' arithmetic ({obs.combination.describe(n)})")
   return [f"N = {n} is not a power of two: a replica's loss, divided by the global "
           f"batch N x B (and its share of the regularization by N) and summed over the "
-          "replicas, rounds differently from each tower's mean over B averaged over "
-          "N; only a power of two divides without rounding (every difference of the "
+          f"replicas, rounds differently from {towers_}; only a power of two divides without "
+          "rounding (every difference of the "
           "first two steps that differ is of rounding size). gradient_reduction='mean', "
           "with each replica's loss the tower's own, does the towers' divisions (up to "
           f"{obs.worst(obs.early):.2g} relative here)"]

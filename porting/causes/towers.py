@@ -18,9 +18,8 @@ def later_towers(obs):
   l1, l2 = obs.first1.losses, obs.first2.losses
   if len(l1) != obs.n or len(l2) != obs.n:
     return []
-  # Under "sum" a replica's loss is its tower's over N (the report's rows compare N x it).
-  factor = obs.n if obs.reduction == "sum" else 1
-  d = [float(np.float64(a) - factor * np.float64(b)) for a, b in zip(l1, l2)]
+  # A replica's loss on its tower's scale, as the report's rows compare them.
+  d = [float(np.float64(a) - obs.loss_factor * np.float64(b)) for a, b in zip(l1, l2)]
   size = lambda i: ROUNDING * max(abs(float(l1[i])), 1e-30)
   outputs = [r for r in obs.table if r.step == 0 and r.kind == "outputs"]
   if abs(d[0]) > size(0) or not all(abs(x) > size(i) for i, x in enumerate(d) if i) or any(

@@ -1,0 +1,146 @@
+"""How the TF1 side combines its towers, as the script writes it (porting.combination): slim's
+model_deploy clones compared as train_image_classifier.py deploys them, and the causes read
+against the script's combination, never against an assumed average of the towers."""
+
+import dataclasses
+import functools
+
+import pytest
+import tensorflow as tf
+
+import porting
+from porting import combination
+from porting.errors import PortError
+from tests import model_deploy_port as m
+
+pytestmark = pytest.mark.filterwarnings("ignore:`tf.layers.", "ignore:`layer.apply`",
+                                          "ignore::DeprecationWarning")
+v1 = tf.compat.v1
+
+
+def _causes(report):
+  return [line for line in report.text().splitlines() if line.startswith("  cause: ")]
+
+
+def test_the_forms_say_what_their_scripts_do():
+  n = 4
+  assert (combination.AVERAGE_GRADIENTS.tower_scale(n), combination.AVERAGE_GRADIENTS.
+          update_scale(n)) == (1.0, 1.0)
+  deploy = combination.MODEL_DEPLOY
+  assert (deploy.loss, deploy.regularization, deploy.gradients, deploy.update_ops) == (
+      "divided", "first_tower", "sum", "first_tower")
+  # Each clone's loss / N, summed: the towers' mean. One clone: no division (model_deploy's
+  # `if num_clones > 1`).
+  assert (deploy.tower_scale(n), deploy.update_scale(n), deploy.tower_scale(1)) == (0.25, 1.0, 1.0)
+  assert porting.replicate_model_fn().update_scale(n) == 1.0  # SUM_BY_NONZERO_WEIGHTS divides
+  summed = porting.replicate_model_fn("weighted_sum")
+  assert (summed.loss, summed.update_scale(n), summed.update_ops) == ("as_written", 4.0,
+                                                                      "all_towers")
+  assert combination.from_record({"update_ops": "last_tower"}) == dataclasses.replace(
+      combination.AVERAGE_GRADIENTS, update_ops="last_tower")  # a record made before
+  assert combination.from_record({"combination": deploy.record()}) == deploy
+
+
+def test_a_combination_the_kit_cannot_run_is_refused_in_one_line():
+  with pytest.raises(PortError, match="TowerCombination's gradients must be one of mean, sum, "
+                     "got 'median'"):
+    porting.TowerCombination(gradients="median")
+  with pytest.raises(PortError, match="loss_reduction must be a tf.compat.v1.losses.Reduction"):
+    porting.replicate_model_fn("none")
+  with pytest.raises(PortError, match="tf1_towers must be a porting.TowerCombination"):
+    m.port(tf1_towers="model_deploy")
+  # update_ops named on the Port still decides whose updates run.
+  assert m.port(update_ops="last_tower").combination.update_ops == "last_tower"
+  assert m.port().combination == porting.MODEL_DEPLOY
+
+
+def test_model_deploys_clones_compared_as_written_are_the_same_bits():
+  """The clone loss / N, the regularization on clone 0, the clones' gradients summed, against
+  the port's global-batch mean with the regularization on replica 0: every row the same bits
+  (before, the kit averaged the clones and named a false cause)."""
+  report = porting.compare(m.port(), m.batches(2), replicas=2, steps=3)
+  assert report.equal, report.text()
+  assert report.tf1.facts["combination"] == porting.MODEL_DEPLOY.record()
+  assert report.tf1.facts["regularized_towers"] == [0]
+  assert {r.kind for r in report.rows} == {"loss", "outputs", "gradient", "weight", "slot"}
+
+
+def test_the_regularization_on_other_replicas_is_named_whatever_tower_0_holds():
+  """model_deploy's first clone against TF2's share on every replica: losses apart by +-R/2,
+  the update the same."""
+  report = porting.compare(
+      m.port(replica_loss=functools.partial(m.replica_loss, placement="every_replica")),
+      m.batches(2), replicas=2, steps=1)
+  [line] = _causes(report)
+  assert "is tower_0 +1/2 R, tower_1 -1/2 R, summing to 0" in line, line
+  assert "TF1 adds it to tower 0's loss only (model_deploy)" in line
+  assert "on replica 0 only" in line
+  assert not any(r.kind == "gradient" and r.diff.max_rel > 1e-5 for r in report.rows)
+
+
+def test_a_factor_in_tf1_gradients_is_said_not_blamed_on_the_port():
+  """The clone loss written into tower_loss and the sum restored by tf1_gradients x N (how a
+  team wrote model_deploy before the kit knew it): the weights are the same bits, and the kit
+  names the factor, not 'the TF2 loss is divided by the replica's batch'."""
+  def clone_loss(scope, images, labels):
+    loss, logits = m.tower_loss(scope, images, labels)
+    loss = loss / 2.0
+    if scope.startswith("tower_0"):
+      loss = tf.add_n([loss, tf.add_n(v1.get_collection(v1.GraphKeys.REGULARIZATION_LOSSES))])
+    return loss, logits
+  report = porting.compare(
+      m.port(tower_loss=clone_loss, tf1_towers=porting.AVERAGE_GRADIENTS,
+             tf1_gradients=lambda grads: [(2.0 * g, v) for g, v in grads]),
+      m.batches(2), replicas=2, steps=1)
+  [line] = _causes(report)
+  assert line.startswith("  cause: tf1_gradients multiplies the towers' combined gradients "
+                         "by 2 at step 0"), line
+  assert "Port(tf1_towers=porting.MODEL_DEPLOY)" in line
+  assert all(r.diff.max_abs == 0 for r in report.rows if r.kind in ("weight", "slot"))
+  assert "not compared: what tf1_gradients makes of the towers' combined gradients" in (
+      report.text())
+
+
+@pytest.mark.slow
+def test_a_script_whose_towers_hold_no_regularization_is_said_so():
+  """model_deploy's clones declared as the tutorial's averaged towers: no tower's loss holds
+  the collection (read from the graph), so the port's regularization is the difference, not
+  'counted N times'."""
+  report = porting.compare(m.port(tf1_towers=porting.AVERAGE_GRADIENTS), m.batches(2),
+                           replicas=2, steps=1)
+  [line] = _causes(report)
+  assert line.startswith("  cause: the TF1 towers' losses hold no regularization"), line
+  assert "counted 2 times" not in report.text()
+
+
+@pytest.mark.slow
+def test_the_tutorials_towers_against_a_port_with_the_regularization_on_replica_0():
+  def with_regularization(scope, images, labels):
+    loss, logits = m.tower_loss(scope, images, labels)
+    return tf.add_n([loss, tf.add_n(v1.get_collection(
+        v1.GraphKeys.REGULARIZATION_LOSSES))]), logits
+  report = porting.compare(m.port(tower_loss=with_regularization,
+                                  tf1_towers=porting.AVERAGE_GRADIENTS),
+                           m.batches(2), replicas=2, steps=1)
+  [line] = _causes(report)
+  assert "is tower_0 -1 R, tower_1 +1 R, summing to 0" in line, line
+  assert "tf.nn.scale_regularization_loss" in line
+
+
+@pytest.mark.slow
+def test_towers_that_sum_their_own_losses_against_a_mean():
+  """replicate_model_fn(SUM): the towers' undivided losses summed, N x the mean the port
+  makes; said against the script's combination."""
+  def with_regularization(scope, images, labels):
+    loss, logits = m.tower_loss(scope, images, labels)
+    return tf.add_n([loss, tf.add_n(v1.get_collection(
+        v1.GraphKeys.REGULARIZATION_LOSSES))]), logits
+  report = porting.compare(
+      m.port(tower_loss=with_regularization,
+             tf1_towers=porting.replicate_model_fn("weighted_sum"),
+             replica_loss=functools.partial(m.replica_loss, placement="every_replica")),
+      m.batches(2), replicas=2, steps=1)
+  causes = _causes(report)
+  assert causes[0].startswith("  cause: every gradient is 0.5 x the towers' combined one "
+                              "(N = 2): the TF1 script combines its towers to 2 x"), causes
+  assert "divided by the replica's batch" not in report.text()
