@@ -52,7 +52,7 @@ class _Moving:
                              for kind, name, rel in rows]
     self.start = 0
 
-  def found_any(self, *prefixes):  # pylint: disable=unused-argument
+  def fired(self, *rules):  # pylint: disable=unused-argument
     return False
 
   def worst(self, rows):
