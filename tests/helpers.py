@@ -175,3 +175,13 @@ def mean_cross_entropy_loss(model, images, labels, global_batch_size):
   ce = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
                                                                      logits=logits))
   return (ce + tf.add_n(model.losses) if model.losses else ce), logits
+
+
+def image_batches(replicas, per_replica, size, classes, steps, seed=0):
+  """`steps` global batches (images [N x per_replica, size, size, 3] float32 normal, int32
+  labels below `classes`) from numpy's generator at `seed`: what a porting test feeds."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(seed)
+  n = replicas * per_replica
+  return [(rng.normal(size=(n, size, size, 3)).astype(np.float32),
+           rng.integers(0, classes, size=n).astype(np.int32)) for _ in range(steps)]
