@@ -164,13 +164,8 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
     # Both sides ran under these (replica_devices.session_config hands them to the Session).
     trace1.facts["graph_rewrites"] = tf.config.optimizer.get_experimental_options()
     optimizers = (towers.optimizer_class, type(tf2.optimizer).__name__)
-    # Each tower's loss against its replica's on the tower's scale: a tower's is its own mean
-    # (x 1/N where the script divides it), a replica's the global batch's share (1/N) under
-    # "sum", its own mean under "mean".
     combination = towers_combination(port, trace1)
-    factor = combination.tower_scale(replicas) / (
-        1.0 / replicas if port.gradient_reduction == "sum" else 1.0)
-    factor = int(factor) if factor == int(factor) else factor
+    factor = combination.loss_factor(replicas, port.gradient_reduction)
     table = []
     for s in range(steps):
       images, labels = first if s == 0 else spec.checked_batch(batch(s), s, replicas)

@@ -71,6 +71,14 @@ class TowerCombination:
     and model_deploy's sum of divided losses, N for a sum of losses as written."""
     return self.tower_scale(n) * (n if self.gradients == "sum" else 1)
 
+  def loss_factor(self, n, reduction):
+    """What a replica's loss is multiplied by to be on its tower's scale, the report's loss
+    rows: a tower's loss is its own mean (x 1/N where the script divides it), a replica's the
+    global batch's share (1/N) under gradient_reduction "sum", its own mean under "mean". An
+    int where it is one (x N is exact for powers of two)."""
+    factor = self.tower_scale(n) / (1.0 / n if reduction == "sum" else 1.0)
+    return int(factor) if factor == int(factor) else factor
+
   def describe(self, n):
     """One line: what the TF1 side did with its N towers."""
     loss = "as tower_loss returns it" if self.tower_scale(n) == 1 else f"divided by {n}"

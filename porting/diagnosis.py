@@ -95,9 +95,7 @@ class Observations:
     self.names = [k for k in self.tf1.trainable if k in self.to2]
     if self.combination is None:
       self.combination = combination_lib.AVERAGE_GRADIENTS
-    # A replica's loss times this is on its tower's scale (the report's loss rows).
-    self.loss_factor = self.combination.tower_scale(self.n) / (
-        1.0 / self.n if self.reduction == "sum" else 1.0)
+    self.loss_factor = self.combination.loss_factor(self.n, self.reduction)
 
   @functools.cached_property
   def transform(self):

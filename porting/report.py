@@ -1,11 +1,13 @@
 """The comparison of two traces, variable by variable and step by step, as numbers and text.
 
 Rows are (step, kind, TF1 name, TF2 name, Diff) with kind one of:
-  loss      tower i's loss against replica i's loss, x N under the "sum" gradient reduction
-            (a replica's loss is scaled by the global batch, a tower's by its own; x N is
-            exact for powers of two)
+  loss      tower i's loss against replica i's loss on the tower's scale (TowerCombination.
+            loss_factor: x N under the "sum" gradient reduction against towers of their own
+            means, a replica's loss being scaled by the global batch; x N is exact for
+            powers of two; x 1 against model_deploy's clones, divided by N)
   outputs   tower i's outputs against replica i's
-  gradient  the towers' averaged gradient against the replicas' reduced one
+  gradient  the towers' combined gradient (averaged, or as the script combines them)
+            against the replicas' reduced one
   weight    every model variable after the step (moving statistics included; TF2's value is
             replica 0's, the one its checkpoint saves)
   slot      optimizer slots after the step, in TF1's convention (see SLOT_CONVENTIONS)
@@ -49,7 +51,8 @@ class Row:
 def rows(pairs, tf1, tf2, optimizers, loss_factor):
   """Every Row of traces `tf1` and `tf2` under the variable `pairs`; `optimizers` is the
   (TF1, TF2) optimizer class names, for the slot conventions; a replica's loss is compared
-  times `loss_factor` (N under the "sum" gradient reduction, else 1)."""
+  times `loss_factor` (TowerCombination.loss_factor: N under the "sum" gradient reduction
+  against towers of their own means)."""
   out = []
   for s, (a, b) in enumerate(zip(tf1.steps, tf2.steps)):
     out += step_rows(s, a, b, pairs, tf1, optimizers, loss_factor)
