@@ -28,6 +28,11 @@ DEVICES = "Devices and precision"
 CLUSTERS = "Clusters"
 SUBJECTS = (DATA, SCHEDULE, CHECKPOINTS, EXPORT, DEVICES, CLUSTERS)
 
+# strategies.train's --strategy: declared here, with no TensorFlow, so that a mistyped one is
+# refused as the flags are parsed (it was refused only after TensorFlow had started).
+STRATEGIES = ("mirrored", "central_storage", "one_device", "multi_worker_mirrored",
+              "parameter_server")
+
 
 @dataclasses.dataclass(frozen=True)
 class Setting:

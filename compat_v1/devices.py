@@ -16,6 +16,7 @@ from cifar10.errors import UsageError
 from harness.devices import determinism
 from harness.devices import gpu_runtime
 from harness.control import progress
+from tfbits import threads
 
 
 def setup(config):
@@ -25,11 +26,14 @@ def setup(config):
     kind, names, gpus = gpu_runtime.configure(config)
   except RuntimeError as e:
     raise UsageError(f"devices must be configured before TensorFlow starts: {e}") from None
+  # The process's pools and the Session's alike, resolved and set before any device is made:
+  # whichever of the eager runtime (tf.data's functions) and the Session makes the first
+  # device fixes the intra-op pool for the process (tfbits.threads).
+  intra, inter = threads.apply(config.intra_op_threads, config.inter_op_threads)
   proto = tf.compat.v1.ConfigProto(
       allow_soft_placement=config.soft_placement,
       log_device_placement=config.log_device_placement,
-      intra_op_parallelism_threads=config.intra_op_threads,
-      inter_op_parallelism_threads=config.inter_op_threads)
+      intra_op_parallelism_threads=intra, inter_op_parallelism_threads=inter)
   if kind == "CPU":
     proto.device_count["GPU"] = 0
     proto.device_count["CPU"] = config.num_gpus

@@ -94,8 +94,10 @@ def main(values):
   cluster.check_port(task)
   # TensorFlow is imported only now, so bad flags are answered in milliseconds.
   from compat_v1 import devices  # pylint: disable=g-import-not-at-top
+  from harness.folders import run_record  # pylint: disable=g-import-not-at-top
   if task.type == "ps":  # holds the variables, runs no steps
     device_config = dataclasses.replace(device_config, precision="fp32")
+  device_config = run_record.resumed_threads(device_config, train_config)
   names, session_config = devices.setup(device_config)
   if task.cluster is None:
     from compat_v1 import loop  # pylint: disable=g-import-not-at-top

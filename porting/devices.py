@@ -14,6 +14,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
 from porting.errors import PortError
+from tfbits import threads
 from tfbits.machine import physical_devices  # pylint: disable=unused-import  # patched by tests
 
 v1 = tf.compat.v1
@@ -29,6 +30,7 @@ def replica_devices(n):
   """['/gpu:0', ...] or ['/cpu:0', ...]: n devices, one per tower and replica."""
   if not 1 <= n <= MAX_REPLICAS:
     raise PortError(f"replicas must be an integer from 1 to {MAX_REPLICAS}, got {n}")
+  threads.hold()  # the pools' counts explicit before a device is made (tfbits.threads)
   gpus = physical_devices("GPU")
   if gpus:
     if len(gpus) < n:
@@ -74,6 +76,9 @@ def session_config(devices):
     config = v1.ConfigProto(device_count={"CPU": len(devices), "GPU": 0})
   else:
     config = v1.ConfigProto(allow_soft_placement=True)
+  pools = threads.hold()  # the Session's pools the process's (whichever makes a device first)
+  if pools:
+    config.intra_op_parallelism_threads, config.inter_op_parallelism_threads = pools
   config.graph_options.rewrite_options.CopyFrom(graph_rewrites())
   return config
 

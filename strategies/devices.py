@@ -13,7 +13,8 @@ the shared plan (cifar10.devices), which compat_v1.devices turns into a ConfigPr
   per_process_gpu_memory_fraction           LogicalDeviceConfiguration(memory_limit=MiB)
   log_device_placement                      tf.debugging.set_log_device_placement
   allow_soft_placement                      tf.config.set_soft_device_placement
-  intra/inter_op_parallelism_threads        tf.config.threading.set_*_parallelism_threads
+  intra/inter_op_parallelism_threads        tf.config.threading.set_*_parallelism_threads,
+                                            0 resolved as TensorFlow would (tfbits.threads)
 
 `multi_worker_mirrored` reads its cluster from TF_CONFIG (see strategies.launch) and must be
 created before any other op runs in the process.
@@ -25,26 +26,20 @@ from absl import logging
 import tensorflow as tf
 
 from cifar10 import devices as device_plan
+from cifar10 import settings
 from cifar10.errors import UsageError
 from harness.clusters import cluster
 from harness.devices import determinism
 from harness.devices import gpu_runtime
 from harness.control import progress
 from harness.clusters import watchdog
+from tfbits import threads
 
-STRATEGIES = ("mirrored", "central_storage", "one_device", "multi_worker_mirrored",
-              "parameter_server")
+STRATEGIES = settings.STRATEGIES
 # --all_reduce, per strategy. auto: NCCL between GPUs, ReductionToOneDevice between logical
 # CPU devices (mirrored); RING (multi_worker_mirrored).
 ALL_REDUCE = {"mirrored": ("auto", "nccl", "hierarchical_copy", "reduce_to_one_device"),
               "multi_worker_mirrored": ("auto", "ring", "nccl")}
-
-
-def _set(getter, setter, value):
-  # Thread pools cannot change once the runtime has started, not even to the same value; a
-  # process that already has these settings (a test, a notebook) may call setup again.
-  if getter() != value:
-    setter(value)
 
 
 def setup(config):
@@ -66,10 +61,7 @@ def setup(config):
     determinism.apply(config.deterministic)
     tf.config.set_soft_device_placement(config.soft_placement)
     tf.debugging.set_log_device_placement(config.log_device_placement)
-    _set(tf.config.threading.get_intra_op_parallelism_threads,
-         tf.config.threading.set_intra_op_parallelism_threads, config.intra_op_threads)
-    _set(tf.config.threading.get_inter_op_parallelism_threads,
-         tf.config.threading.set_inter_op_parallelism_threads, config.inter_op_threads)
+    threads.apply(config.intra_op_threads, config.inter_op_threads)
   except RuntimeError as e:
     raise UsageError(f"devices must be configured before TensorFlow starts: {e}") from None
   return names

@@ -34,11 +34,10 @@ LAYOUT = {"multi_worker_mirrored": [("worker", None)],
 def define_flags(fv):
   options.define_train_flags(fv)
   cluster_options.define_cluster_flags(fv)
-  flag_ranges.string("strategy", "mirrored", "mirrored | central_storage | one_device | "
-                     "multi_worker_mirrored | parameter_server (central_storage: the towers' "
-                     "layout, one copy of the variables on the CPU, or the first GPU with GPUs, "
-                     "updated once per step and read by every replica).", flag_values=fv,
-                     subject=settings.DEVICES)
+  flag_ranges.enum("strategy", "mirrored", settings.STRATEGIES, "central_storage: the "
+                   "towers' layout, one copy of the variables on the CPU, or the first GPU "
+                   "with GPUs, updated once per step and read by every replica.",
+                   flag_values=fv, subject=settings.DEVICES)
   flag_ranges.integer("steps_per_loop", 1, "Steps per call of the compiled step, with no "
                       "host round trip between them (every strategy but parameter_server); "
                       "the same weights, logs and checkpoints. Calls end where a step logs, "
@@ -80,6 +79,9 @@ def main(values):
   from absl import logging  # pylint: disable=g-import-not-at-top
   from harness.clusters import cluster  # pylint: disable=g-import-not-at-top
   from strategies import devices  # pylint: disable=g-import-not-at-top
+  from harness.folders import run_record  # pylint: disable=g-import-not-at-top
+  # The pools the run started with, on whatever CPU set a resume lands on.
+  device_config = run_record.resumed_threads(device_config, train_config)
   if values.strategy in ("mirrored", "central_storage", "one_device"):
     if cluster.is_set():
       logging.info("TF_CONFIG is set but ignored: --strategy=%s runs on this machine only",

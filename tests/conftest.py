@@ -34,6 +34,12 @@ def pytest_configure(config):
   tf.config.set_logical_device_configuration(
       tf.config.list_physical_devices("CPU")[0],
       [tf.config.LogicalDeviceConfiguration()] * NUM_LOGICAL_CPUS)
+  # The pools as every binary sets them (TensorFlow's defaults, explicit): an in-process run
+  # with the default counts then finds them as it wants them; one with other counts is
+  # refused, as in any process (tfbits.threads).
+  from tfbits import threads  # pylint: disable=g-import-not-at-top
+  threads.apply(0, 0)
+  tf.config.list_logical_devices()  # the runtime started: its pools fixed, as a run's are
 
 
 def pytest_collection_modifyitems(config, items):
@@ -165,6 +171,25 @@ def environment_kept():
     if dict(os.environ) != before:
       os.environ.clear()
       os.environ.update(before)
+
+
+def _process_state():
+  """This worker's process-wide TensorFlow state that moves bits: its pools' counts and op
+  determinism as TensorFlow holds it (latched at its first read, whatever the environment
+  says after)."""
+  from tensorflow.python.framework import config as tf_config  # pylint: disable=g-direct-tensorflow-import,g-import-not-at-top
+  from tfbits import threads  # pylint: disable=g-import-not-at-top
+  return threads.current(), tf_config.is_op_determinism_enabled()
+
+
+@pytest.fixture(autouse=True)
+def process_state_as_before():
+  """No test changes the worker's pools or op determinism: a run that needs others runs in a
+  child process (every later test of the worker would train on them)."""
+  before = _process_state()
+  yield
+  assert _process_state() == before, f"the worker's TensorFlow state moved: {before} -> " \
+      f"{_process_state()}"
 
 
 @pytest.fixture(autouse=True)

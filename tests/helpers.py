@@ -30,6 +30,12 @@ def run(module, *args, timeout=240):
                         timeout=timeout, env=env(), cwd=_cwd(module))
 
 
+def run_with(prefix, environ, module, *args, timeout=240):
+  """`prefix... python -m module args...` (a `taskset -c 0` before it) in `environ`."""
+  return subprocess.run([*prefix, sys.executable, "-m", module, *args], capture_output=True,
+                        text=True, timeout=timeout, env=environ, cwd=_cwd(module))
+
+
 def start(module, *args):
   return subprocess.Popen([sys.executable, "-m", module, *args], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, env=env(), cwd=_cwd(module))

@@ -3,7 +3,9 @@ pick TensorFlow's kernels, oneDNN on or off as TensorFlow decides it, the versio
 and that every run log, the kit's report and the equivalence report carry it."""
 
 import dataclasses
+import os
 import subprocess
+import sys
 import types
 
 import pytest
@@ -11,6 +13,7 @@ import tensorflow as tf
 
 import porting
 from tfbits import machine
+from tfbits import threads
 from tests import helpers
 
 # /proc/cpuinfo of the kinds CI and users have (flags cut to what matters and some noise).
@@ -76,18 +79,60 @@ def test_this_process_is_described_as_tensorflow_runs_it():
   assert here.line().startswith(f"{here.cpu}, ")
 
 
-def test_tf_deterministic_ops_is_on_the_line_where_it_is_set(monkeypatch):
+# In a child: TensorFlow latches TF_DETERMINISTIC_OPS at its first read, process-wide.
+_DESCRIBED = """
+import os, sys
+from tfbits import machine
+first = machine.describe().line()
+os.environ.pop("TF_DETERMINISTIC_OPS", None)
+print(first); print(machine.describe().line())
+"""
+
+
+def _described(env, taskset=()):
+  out = subprocess.run([*taskset, sys.executable, "-c", _DESCRIBED], capture_output=True,
+                       text=True, timeout=120, env=env, cwd=helpers.REPO, check=True)
+  return out.stdout.splitlines()[-2:]
+
+
+def test_op_determinism_is_on_the_line_as_tensorflow_holds_it():
   """Set when TensorFlow starts, TF_DETERMINISTIC_OPS=1 gave both trainers other weights after
-  one step (conv1's 7.45e-9 apart, measured; docs/determinism.md), though they turn op
-  determinism on themselves: a run resumed with it set or unset is on other kernels."""
-  monkeypatch.delenv("TF_DETERMINISTIC_OPS", raising=False)
-  plain = machine.describe()
-  assert plain.deterministic_ops == "" and "TF_DETERMINISTIC" not in plain.line()
-  monkeypatch.setenv("TF_DETERMINISTIC_OPS", "1")
-  here = machine.describe()
-  onednn = "oneDNN on" if here.onednn else "oneDNN off"
-  assert f", {onednn}, TF_DETERMINISTIC_OPS=1, TensorFlow " in here.line()
-  assert machine.Machine.from_dict(here.as_dict()) == here
+  one step (conv1's 7.45e-9 apart, measured; docs/determinism.md). The line says what
+  TensorFlow runs: still on after the variable is gone (it latched at its first read), where
+  the line once read the environment and said off."""
+  env = {k: v for k, v in helpers.env().items() if k != "TF_DETERMINISTIC_OPS"}
+  plain, _ = _described(env)
+  assert "op determinism" not in plain
+  set_, removed = _described({**env, "TF_DETERMINISTIC_OPS": "1"})
+  assert ", op determinism on, TensorFlow " in set_ and ", op determinism on, " in removed
+
+
+@pytest.mark.skipif(threads.schedulable_cpus() < 2, reason="needs 2 schedulable CPUs")
+def test_the_line_says_the_cpus_and_pools_the_process_runs():
+  """taskset -c 0 on a machine of N CPUs: TensorFlow's pools default to 1 thread each (its
+  schedulable CPUs), and the line says so, where it once said the machine's N."""
+  env = {k: v for k, v in helpers.env().items()
+         if k not in ("TF_DETERMINISTIC_OPS", "TF_NUM_INTRAOP_THREADS",
+                      "TF_NUM_INTEROP_THREADS")}
+  bound, _ = _described(env, taskset=("taskset", "-c", "0"))
+  cpus = os.cpu_count()
+  assert f", 1 of {cpus} CPUs (" in bound, bound
+  # Nothing set them in that child: TensorFlow's defaults, as tfbits.threads resolves them.
+  assert ", intra-op 1, inter-op 1 threads, " in bound, bound
+  pinned, _ = _described({**env, "TF_NUM_INTRAOP_THREADS": "3"}, taskset=("taskset", "-c", "0"))
+  assert ", intra-op 3, inter-op 1 threads, " in pinned, pinned
+
+
+def test_the_pools_and_schedulable_cpus_read_back():
+  kind = machine.Machine("AMD EPYC", 2, ("avx2", "fma"), False, "", "2.21.0", "3.15.1",
+                         deterministic_ops="on", schedulable=1, threads=(1, 1))
+  assert kind.line() == ("AMD EPYC, 1 of 2 CPUs (avx2 fma), oneDNN off, intra-op 1, inter-op "
+                         "1 threads, op determinism on, TensorFlow 2.21.0, Keras 3.15.1, "
+                         "no GPU")
+  assert machine.Machine.from_dict(kind.as_dict()) == kind
+  # A record written before the pools were read: none said.
+  old = {k: v for k, v in kind.as_dict().items() if k not in ("schedulable", "threads")}
+  assert "threads" not in machine.Machine.from_dict(old).line()
 
 
 def test_gpus_are_named_with_the_driver(monkeypatch):
@@ -147,11 +192,26 @@ def test_a_training_run_and_its_evaluation_log_their_machine(tmp_path, caplog):
   helpers.train_v1(run)
   # The instruction sets are in run_config.json; on the screen they made a 200-column line.
   line = f"Machine: {machine.describe().line(isa=False)}"
-  assert caplog.messages.count(line) == 1 and "avx" not in line.lower()
+  assert _machine_lines(caplog.messages) == [line] and "avx" not in line.lower()
   result = helpers.call("strategies.eval", f"--checkpoint_dir={tmp_path / 'run'}",
                         "--dataset=synthetic", "--run_once", "--num_examples=8", "--seed=1",
                         f"--eval_dir={tmp_path / 'eval'}")
-  assert result.returncode == 0 and line in result.stderr, result.stderr[-2000:]
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert _machine_lines(result.stderr.splitlines()) == [line], result.stderr[-2000:]
+
+
+def _machine_lines(lines):
+  """Each `Machine: ...` line of a log, its wrapped continuations (progress.log_machine:
+  indented, under 100 columns) joined back to one line."""
+  out = []
+  for text in lines:
+    text = text.split("] ", 1)[-1] if "] " in text[:40] else text  # absl's prefix
+    text = text.split(" ", 1)[1] if text[:2].isdigit() and text[2:3] == ":" else text
+    if text.startswith("Machine: "):
+      out.append(text)
+    elif out and text.startswith("  ") and out[-1].endswith(","):
+      out[-1] += " " + text.strip()
+  return out
 
 
 def test_tensorflow_1s_own_keras_is_named_where_no_keras_package_is(monkeypatch):

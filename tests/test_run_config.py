@@ -11,6 +11,7 @@ import pytest
 from cifar10 import checkpoints
 from cifar10 import config
 from harness.folders import run_record
+from tfbits import threads
 from cifar10.errors import UsageError
 from tests import helpers
 
@@ -30,7 +31,9 @@ def test_a_restart_with_other_settings_is_refused_before_anything_is_written(tra
   assert run_record.read(str(tmp_path))["settings"] == {
       "dataset": "synthetic", "data_dir": None, "seed": 3, "batch_size": 4, "replicas": 1,
       "precision": "fp32", "loss_scale": None, "learning_rate": 0.1, "decay_steps": 0,
-      "decay_steps_per_global_batch": False, "ema_reads": "updated"}
+      "decay_steps_per_global_batch": False, "ema_reads": "updated",
+      # The pools this worker runs (TensorFlow's defaults, set explicitly: tfbits.threads).
+      "intra_op_threads": threads.effective()[0], "inter_op_threads": threads.effective()[1]}
   before = _files(tmp_path)
   other = dataclasses.replace(first, max_steps=2, batch_size=8, learning_rate=0.05)
   with pytest.raises(UsageError) as refused:

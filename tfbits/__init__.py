@@ -5,6 +5,8 @@
   gates        TF1's arithmetic in TF2 where a tape and tf.distribute alone differ:
                gated_bias_add (a convolution bias with TF1's gated gradient) and replica_mean
                (replicas averaged as average_gradients averages towers)
+  threads      the thread pools' counts, resolved as TensorFlow would and set explicitly,
+               so a run's bits follow its settings, not the CPU set it lands on
   filesystems  whether TensorFlow has a filesystem for a path's URL scheme here
   quiet        TensorFlow's noise kept off every binary's screen (its import-time lines,
                the run-time notes of it doing what it should, deprecations of TF1 APIs)

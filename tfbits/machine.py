@@ -8,7 +8,11 @@ where each was made; every report of the kit, `python -m equivalence`, every tra
 log and the benchmark's results.json say it:
 
   machine: AMD EPYC, 2 CPUs (avx2 fma avx512f avx512bw avx512_vnni avx512_bf16), oneDNN on,
-  TensorFlow 2.21.0, Keras 3.15.1, no GPU
+  intra-op 2, inter-op 2 threads, TensorFlow 2.21.0, Keras 3.15.1, no GPU
+
+(`1 of 2 CPUs` where the process may run on fewer than the machine has: taskset, a
+container's or Slurm's binding; `op determinism on` where TensorFlow runs deterministic
+kernels, as it holds that, not as the environment says.)
 
 `describe()` reads this process's; `Machine` is plain data, so tests describe other machines.
 """
@@ -16,6 +20,8 @@ log and the benchmark's results.json say it:
 import dataclasses
 import os
 import subprocess
+
+from tfbits import threads
 
 # /proc/cpuinfo flags that decide which CPU kernels run: TensorFlow turns oneDNN on by default
 # where a CPU has VNNI, AVX-512 BF16 or AMX (ONEDNN_DEFAULT), oneDNN dispatches by the AVX
@@ -32,8 +38,11 @@ class Machine:
   onednn: whether TensorFlow's oneDNN kernels are on; onednn_max_isa: ONEDNN_MAX_CPU_ISA, the
   cap on oneDNN's dispatch, if set; gpus: each GPU's name (and compute capability);
   gpu_driver: the NVIDIA driver's version, where nvidia-smi tells it; deterministic_ops:
-  TF_DETERMINISTIC_OPS, if set (read when TensorFlow starts: set, both trainers write other
-  bits, though they turn op determinism on themselves; docs/determinism.md)."""
+  "on" where TensorFlow runs deterministic kernels (its own state: TF_DETERMINISTIC_OPS is
+  latched at its first read, and enable_op_determinism() sets it; set, both trainers write
+  other bits: docs/determinism.md); schedulable: the CPUs the process may run on (0: not
+  read); threads: (intra-op, inter-op) pool counts the process runs (tfbits.threads; (): not
+  read)."""
   cpu: str
   cpus: int
   isa: tuple
@@ -44,6 +53,8 @@ class Machine:
   gpus: tuple = ()
   gpu_driver: str = ""
   deterministic_ops: str = ""
+  schedulable: int = 0
+  threads: tuple = ()
 
   @property
   def float16_kernels(self):
@@ -69,20 +80,26 @@ class Machine:
     else:
       gpus = "no GPU"
     sets = f" ({' '.join(self.isa) or 'no AVX2'})" if isa else ""
-    determinism = ([f"TF_DETERMINISTIC_OPS={self.deterministic_ops}"]
+    determinism = ([f"op determinism {self.deterministic_ops}"]
                    if self.deterministic_ops else [])
-    return [self.cpu, f"{self.cpus} CPUs{sets}", onednn, *determinism,
+    cpus = (f"{self.schedulable} of {self.cpus} CPUs"
+            if 0 < self.schedulable < self.cpus else f"{self.cpus} CPUs")
+    pools = ([f"intra-op {self.threads[0]}, inter-op {self.threads[1]} threads"]
+             if self.threads else [])
+    return [self.cpu, f"{cpus}{sets}", onednn, *pools, *determinism,
             f"TensorFlow {self.tensorflow}", f"Keras {self.keras}", gpus]
 
   def as_dict(self):
     out = dataclasses.asdict(self)
-    out["isa"], out["gpus"] = list(self.isa), list(self.gpus)
+    out["isa"], out["gpus"], out["threads"] = list(self.isa), list(self.gpus), list(
+        self.threads)
     return out
 
   @classmethod
   def from_dict(cls, values):
     """The Machine of an as_dict() (read back from JSON)."""
-    return cls(**{**values, "isa": tuple(values["isa"]), "gpus": tuple(values["gpus"])})
+    return cls(**{**values, "isa": tuple(values["isa"]), "gpus": tuple(values["gpus"]),
+                  "threads": tuple(values.get("threads", ()))})
 
 
 def cpu_info(path="/proc/cpuinfo"):
@@ -198,5 +215,23 @@ def describe():
   return Machine(cpu=cpu, cpus=os.cpu_count() or 0, isa=isa, onednn=_runtime_onednn(isa),
                  onednn_max_isa=os.environ.get("ONEDNN_MAX_CPU_ISA", ""),
                  tensorflow=tf.__version__, keras=_keras(tf), gpus=gpus,
-                 gpu_driver=driver,
-                 deterministic_ops=os.environ.get("TF_DETERMINISTIC_OPS", ""))
+                 gpu_driver=driver, deterministic_ops=_op_determinism(),
+                 schedulable=threads.schedulable_cpus(), threads=_pools())
+
+
+def _op_determinism():
+  """"on" where this process's TensorFlow runs deterministic kernels, as TensorFlow holds it;
+  TensorFlow 1.15 has no such state: TF_DETERMINISTIC_OPS there, as its kernels read it."""
+  try:
+    from tensorflow.python.framework import config as tf_config  # pylint: disable=g-direct-tensorflow-import,g-import-not-at-top
+    return "on" if tf_config.is_op_determinism_enabled() else ""
+  except (ImportError, AttributeError):
+    return "on" if os.environ.get("TF_DETERMINISTIC_OPS", "") not in ("", "0", "false") else ""
+
+
+def _pools():
+  """The (intra, inter) counts this process runs; () where TensorFlow does not say (1.15)."""
+  try:
+    return threads.effective()
+  except AttributeError:
+    return ()

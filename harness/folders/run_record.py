@@ -23,6 +23,7 @@ a deleted or damaged record) takes no settings silently: --override_run_config r
 given ones.
 """
 
+import dataclasses
 import json
 import os
 
@@ -35,6 +36,7 @@ from cifar10.errors import UsageError
 from harness.folders import recovery
 from harness.folders import run_folder
 from tfbits import machine
+from tfbits import threads
 
 RECORD = "run_config.json"
 
@@ -51,8 +53,10 @@ def _guarded():
   return out
 
 
-# The recorded settings, each with the flag that sets it.
-FLAGS = _guarded()
+# The recorded settings, each with the flag that sets it; the thread pools' counts as the
+# process runs them (tfbits.threads: 0 resolved), which a resume sets again (resumed_threads).
+THREADS = {"intra_op_threads": "--intra_op_threads", "inter_op_threads": "--inter_op_threads"}
+FLAGS = {**_guarded(), **THREADS}
 
 
 def settings(config, replicas):
@@ -62,7 +66,23 @@ def settings(config, replicas):
     data_dir = os.path.abspath(data_dir)
   values = {name: getattr(config, name, None) for name in FLAGS}
   values.update(data_dir=data_dir, replicas=int(replicas), loss_scale=config.scale)
+  values.update(zip(THREADS, threads.effective()))
   return values
+
+
+def resumed_threads(device_config, train_config):
+  """`device_config` with the thread counts its run recorded where the flags leave them to
+  TensorFlow (0): a resume trains with the pools the run started with, on whatever CPU set it
+  lands on, so its bits are the uninterrupted run's. A count given explicitly stays, and the
+  record's check refuses it if it is another (guarded as any setting that moves the bits)."""
+  try:
+    record = read(train_config.train_dir) if recovery.has_checkpoint(
+        train_config.train_dir) else None
+  except (UsageError, tf.errors.OpError):
+    record = None  # said by the check, once the run starts
+  recorded = (record or {}).get("settings", {})
+  counts = {name: getattr(device_config, name) or recorded.get(name) or 0 for name in THREADS}
+  return dataclasses.replace(device_config, **counts)
 
 
 def read(train_dir):
@@ -127,10 +147,12 @@ def _checked(config, replicas):
                     "asks (it had no record)", config.train_dir)
     return {"settings": now, "history": []}
   before = record["settings"]
+  # A record from before the counts were recorded takes the process's.
+  before = {**{name: now[name] for name in THREADS if name not in before}, **before}
   changed = {name: (before.get(name), now[name]) for name in FLAGS
              if before.get(name) != now[name]}
   if not changed:
-    return record
+    return {**record, "settings": before}
   what = ", ".join(f"{FLAGS[name]} was {_show(old)}, now {_show(new)}"
                    for name, (old, new) in changed.items())
   if not config.override_run_config:
