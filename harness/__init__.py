@@ -5,7 +5,7 @@ nothing of `porting` (tests/test_layers.py).
   command_line  a binary's flags, their ranges and --help subjects, its one-line errors
                 (cli, options, flag_ranges, usage, export_options, cluster_options)
   control       the run driver and what it calls (driver, backend, cadence, run_summaries,
-                run_errors, progress, profiling, signals)
+                run_errors, progress, profiling, signals, run_log)
   folders       a run folder's files and their recovery (run_folder, recovery, run_record,
                 ownership, export_folder, polling)
   clusters      jobs of several processes (cluster, slurm, launcher, gpu_split, watchdog)

@@ -112,15 +112,22 @@ def filter_native_stderr(noise=(NATIVE_NOISE, RUN_NOISE)):
 # its newline yet goes out when nothing more is waiting (a prompt, a bar redrawn with \r).
 # Ctrl-C reaches the whole process group and a stop is a SIGTERM to it: the binary's
 # "stopped: ..." line comes after them, so the filter ignores both and ends at its input's end.
+# Once its stderr refuses a write (no reader left: a `| tee` ended by that Ctrl-C), it reads on
+# and drops everything: dead, it would leave the binary's descriptor 2 a pipe without a reader.
 _FILTER = r"""
 import os, re, select, signal, sys
 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
   signal.signal(sig, signal.SIG_IGN)
 noise = [re.compile(p) for p in sys.argv[1:]]
+gone = False
 
 def write_all(data):
-  while data:
-    data = data[os.write(2, data):]
+  global gone
+  while data and not gone:
+    try:
+      data = data[os.write(2, data):]
+    except OSError:
+      gone = True
 
 pending, dropping = b"", False
 while True:

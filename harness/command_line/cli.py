@@ -27,6 +27,7 @@ from absl import logging
 from cifar10.errors import UsageError
 from harness.command_line import flag_ranges
 from harness.control import progress
+from harness.control import run_log
 from tfbits import quiet
 from harness.control import run_errors
 from harness.command_line import usage
@@ -137,7 +138,7 @@ class Exit(Exception):
 
 
 def _fail(message, status=2):
-  print(f"error: {message}", file=sys.stderr, flush=True)
+  run_log.say(f"error: {message}")
   raise Exit(status)
 
 
@@ -154,15 +155,23 @@ def _main(main, values, args, takes_args, own_process=False):
     logging.set_verbosity(logging.INFO)
   verbose = given and values["verbosity"].value >= 1
   quiet.install(verbose=verbose)
+  if own_process:  # a stderr whose reader is gone (`| tee` ended by Ctrl-C) drops lines
+    run_log.keep_stderr_writable()
   if own_process and not verbose:
     quiet.filter_native_stderr()
+  with run_log.binary():  # a run's log.txt takes the line said after the run too
+    return _mapped(main, values, args, takes_args)
+
+
+def _mapped(main, values, args, takes_args):
+  """main's return value, or its error as one line and Exit (the module docstring)."""
   try:
     check_paths((f"--{name}", url) for name, url in flag_ranges.urls(values))
     return main(values, args) if takes_args else main(values)
   except OneLineError as e:  # UsageError, and a PortError of a binary that uses the kit
     _fail(str(e))
   except run_errors.Stopped as e:
-    print(f"stopped: {e}", file=sys.stderr, flush=True)
+    run_log.say(f"stopped: {e}")
     raise Exit(e.status) from None
   except KeyboardInterrupt:
     _fail("interrupted", status=130)

@@ -11,4 +11,6 @@
   progress    the original's step lines; the evaluators' results, on standard output
   profiling   --profile_steps: a TensorBoard profile of a window of steps
   signals     SIGTERM and Ctrl-C as requests to stop at the next step boundary
+  run_log     what a run says: on a stderr whose reader is gone, dropped (never an error);
+              the chief's lines in <train_dir>/log.txt
 """

@@ -13,7 +13,8 @@ mirrored/MWMS, TF2 parameter server, v1 towers, v1 ps/worker, the Keras path):
 - "already at --max_steps";
 - the schedule (harness.control.cadence): how many steps a call runs, which steps log, summarise,
   save and profile; the finiteness check before every save;
-- SIGTERM and Ctrl-C (harness.control.signals), the `stopped:` and `Done:` lines, exit statuses.
+- SIGTERM and Ctrl-C (harness.control.signals), the `stopped:` and `Done:` lines, exit statuses;
+- the chief's lines kept in <train_dir>/log.txt (harness.control.run_log).
 
 Each loop is a subclass of harness.control.backend.Backend (what it must do and may override: its
 docstring), handed to `train` with the run's config. Only a chief (`chief=True`) owns the
@@ -34,6 +35,7 @@ from harness.folders import ownership
 from harness.control import profiling
 from harness.control import progress
 from harness.control import run_errors
+from harness.control import run_log
 from harness.folders import recovery
 from harness.folders import run_folder
 from harness.folders import run_record
@@ -75,9 +77,11 @@ def train(config, backend, *, replicas, global_batch, chief=True,
   if chief:
     check_inputs(config)
   owner = ownership.own_train_dir(config, replicas) if chief else contextlib.nullcontext()
+  # The chief's lines, in the folder it owns: what a screen lost (`| tee` ended by Ctrl-C).
+  log = run_log.writing(config.train_dir) if chief else contextlib.nullcontext()
   control = Control(config, backend, global_batch, chief, on_step)
   try:
-    with owner:
+    with owner, log:
       start = control.begin()
       if start >= config.max_steps:
         logging.info("Step %d already reached --max_steps=%d; nothing to do", start,

@@ -16,8 +16,9 @@ loop reads what it sets between two steps of the call.
 import contextlib
 import os
 import signal
-import sys
 import threading
+
+from harness.control import run_log
 
 
 class StopRequest:
@@ -58,9 +59,9 @@ def stop_on_signals(on_request=None):
       # teardown after that took long enough for a repeated SIGTERM to end the process by
       # the signal (-15) instead of --preemption_exit_code. An ignored signal stays ignored.
       signal.signal(signal.SIGTERM, signal.SIG_IGN)
-      if signum == signal.SIGINT:
-        print("Ctrl-C: finishing this step and saving a checkpoint (Ctrl-C again to quit at "
-              "once)", file=sys.stderr, flush=True)
+      if signum == signal.SIGINT:  # said, never raising: a stderr without reader drops it
+        run_log.say("Ctrl-C: finishing this step and saving a checkpoint (Ctrl-C again to "
+                    "quit at once)", after_key=True)
 
   previous_sigint = signal.signal(signal.SIGINT, handler)
   signal.signal(signal.SIGTERM, handler)

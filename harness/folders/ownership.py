@@ -32,6 +32,7 @@ from absl import logging
 import tensorflow as tf
 
 from cifar10.errors import UsageError
+from harness.control import run_log
 from harness.folders import run_folder
 from harness.folders import run_record
 
@@ -141,7 +142,7 @@ def own_train_dir(config, replicas):
   """own(config.train_dir) for a run of TrainConfig `config` on `replicas` replicas; a restart
   with other settings than the recorded run is a UsageError (see harness.folders.run_record)."""
   run_folder.refuse_links(config.train_dir, "train_dir")  # before anything reads or writes
-  for name in (LOCK_FILE, run_record.RECORD, FLAGS_FILE):
+  for name in (LOCK_FILE, run_record.RECORD, FLAGS_FILE, run_log.LOG_FILE):
     run_folder.refuse_non_files(os.path.join(config.train_dir, name))
   record = run_record.check(config, replicas)
   new = not tf.io.gfile.isdir(config.train_dir) or not tf.io.gfile.listdir(config.train_dir)
@@ -160,6 +161,7 @@ def own_train_dir(config, replicas):
     # restart that meets this one's lock, record and flags.
     left = {n.rstrip("/") for n in tf.io.gfile.listdir(config.train_dir)} \
         if new and tf.io.gfile.isdir(config.train_dir) else None
-    if left is not None and left <= {LOCK_FILE, run_record.RECORD, FLAGS_FILE}:
+    if left is not None and left <= {LOCK_FILE, run_record.RECORD, FLAGS_FILE,
+                                     run_log.LOG_FILE}:
       run_folder.remove(config.train_dir)
     raise
