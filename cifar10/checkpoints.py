@@ -1,16 +1,19 @@
 """Reads a checkpoint of either trainer into plain arrays: the bridge between the two worlds.
 
-The two trainers store the same values under different keys:
+The two trainers store the same values under different keys (object-based checkpoints escape
+"/" in dict keys as ".S"; the TF2 keys end in "/.ATTRIBUTES/VARIABLE_VALUE", left out here):
 
-  what                 tf.compat.v1 Saver (compat_v1)            tf.train.Checkpoint (strategies)
-  weights              conv1/weights                            
-  params/conv1.Sweights/.ATTRIBUTES/VARIABLE_VALUE moving averages     
-  conv1/weights/ExponentialMovingAverage    ema/conv1.Sweights/.ATTRIBUTES/VARIABLE_VALUE global
-  step          global_step                               global_step/.ATTRIBUTES/VARIABLE_VALUE
+  what              tf.compat.v1 Saver (compat_v1)              tf.train.Checkpoint (strategies)
+  weights           conv1/weights                               params/conv1.Sweights
+  moving averages   conv1/weights/ExponentialMovingAverage      ema/conv1.Sweights
+  global step       global_step                                 global_step
+  loss averages     summaries/total_loss/avg                    loss_averages/total_loss
 
-(object-based checkpoints escape "/" in dict keys as ".S"). Runs with `--loss_scale=dynamic`
-also hold `loss_scale` and `loss_scale_good_steps` (each trainer restores its own; a run
-started from another's checkpoint with --init_from starts the scale afresh). The original tutorial's
+Runs with `--loss_scale=dynamic` also hold `loss_scale` and `loss_scale_good_steps`. Each
+trainer restores those and the loss averages (the original's ExponentialMovingAverage(0.9) of
+its loss terms, for summaries) when it resumes its own run; a run started from any checkpoint
+with --init_from starts them afresh, and checkpoints written before the loss averages were
+saved hold none (`loss_average_keys` is then empty). The original tutorial's
 checkpoints use the tf.compat.v1 keys, with a float32 `global_step` (and, trained with
 `--use_fp16`, float16 weights and averages). `keys(path)` says where each value lives in a
 given file; `read(path)` loads them as float32 arrays and an int step, whatever the dtypes
@@ -24,10 +27,13 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from cifar10 import losses
 from cifar10 import model
 from cifar10.errors import UsageError
 
 EMA_SUFFIX = "/ExponentialMovingAverage"
+# compat_v1's variable scope of the loss averages (compat_v1.step), so `summaries/<term>/avg`.
+LOSS_AVERAGE_SCOPE = "summaries"
 # `ckpt-STEP` (strategies.train, tf.train.CheckpointManager), `model.ckpt-STEP` (compat_v1.train
 # and the original tutorial, tf.compat.v1.train.Saver).
 _PREFIX = re.compile(r"^(?:model\.)?ckpt-(\d+)\.index$")
@@ -39,9 +45,12 @@ def _object_key(group, name):
 
 
 def candidate_keys(kind, name):
-  """(v1 key, TF2 key) for kind 'weights' | 'ema' | 'step' of variable `name`."""
+  """(v1 key, TF2 key) for kind 'weights' | 'ema' | 'step' of variable `name`, or kind
+  'loss_average' of loss term `name` (cifar10.losses.LOSS_TERMS)."""
   if kind == "step":
     return "global_step", "global_step/.ATTRIBUTES/VARIABLE_VALUE"
+  if kind == "loss_average":
+    return f"{LOSS_AVERAGE_SCOPE}/{name}/avg", _object_key("loss_averages", name)
   if kind == "ema":
     return name + EMA_SUFFIX, _object_key("ema", name)
   return name, _object_key("params", name)
@@ -49,10 +58,12 @@ def candidate_keys(kind, name):
 
 @dataclasses.dataclass
 class State:
-  """Weights and moving averages {TF1 name: ndarray} and the global step of a checkpoint."""
+  """Weights and moving averages {TF1 name: ndarray} and the global step of a checkpoint;
+  the loss averages {term: float32 scalar}, empty where the checkpoint holds none."""
   weights: dict
   averages: dict
   global_step: int
+  loss_averages: dict = dataclasses.field(default_factory=dict)
 
 
 def resolve(path):
@@ -144,10 +155,29 @@ def keys(path, kinds=("weights", "ema", "step")):
   return found
 
 
+# What a trainer logs when it resumes from a checkpoint that holds no loss averages.
+NO_LOSS_AVERAGES = ("%s holds no loss averages (written before they were checkpointed): "
+                    "their summaries start again from 0")
+
+
+def loss_average_keys(path):
+  """{term: key} of the loss averages in the file at `path`, or {} if it lacks any of them
+  (written before they were saved, by the original tutorial, by examples.keras_fit)."""
+  shapes = _reader(path).get_variable_to_shape_map()
+  found = {}
+  for term in losses.LOSS_TERMS:
+    options = [k for k in candidate_keys("loss_average", term) if k in shapes]
+    if not options or tuple(shapes[options[0]]):
+      return {}
+    found[term] = options[0]
+  return found
+
+
 def read(path, kinds=("weights", "ema", "step")):
   """The State of the checkpoint at `path` (a prefix, or a folder: its newest checkpoint)."""
   path = resolve(path)
   where = keys(path, kinds)
+  where.update({("loss_average", n): key for n, key in loss_average_keys(path).items()})
   reader = _reader(path)
   try:
     values = {k: reader.get_tensor(key) for k, key in where.items()}
@@ -156,5 +186,6 @@ def read(path, kinds=("weights", "ema", "step")):
   as_float32 = lambda kind: {n: np.asarray(v, np.float32) for (k, n), v in values.items()
                               if k == kind}
   return State(weights=as_float32("weights"), averages=as_float32("ema"),
-               global_step=int(values.get(("step", "global_step"), 0)))
+               global_step=int(values.get(("step", "global_step"), 0)),
+               loss_averages=as_float32("loss_average"))
 

@@ -41,6 +41,7 @@ class Built:
   init: tf.Operation
   local_init: tf.Operation
   saver: v1.train.Saver
+  restorer: v1.train.Saver  # the saver, or one without the loss averages for an older checkpoint
   writer: v1.summary.FileWriter
   loader: restore.Loader  # assigns the values of an --init_from checkpoint
   all_finite: tf.Tensor  # every weight and moving average finite (checked before each save)
@@ -48,10 +49,12 @@ class Built:
 
 # ---------------------------------------------------------------------------- Graph
 
-def build(config, devices, start, arrays, graph):
+def build(config, devices, start, arrays, graph, restores_loss_averages=True):
   """The tower graph of `config` on `devices` in `graph`, its input starting at step `start`.
 
   arrays: (images, labels) numpy arrays of the training split, or None for synthetic data.
+  restores_loss_averages=False: the checkpoint to resume holds no loss averages (written
+  before they were saved); the restorer then leaves them at 0.
   """
   n = len(devices)
   with graph.as_default():
@@ -65,7 +68,12 @@ def build(config, devices, start, arrays, graph):
         loss_scale=config.scale,
         ema_reads=config.ema_reads, param_device=device_plan.parameter_device(devices))
     # Relative paths in the index: the folder can be moved or copied and still resumes.
-    saver = v1.train.Saver(max_to_keep=config.max_checkpoints_to_keep, save_relative_paths=True)
+    # Every global variable, as Saver() takes them, and the loss averages, which are local
+    # (compat_v1.step) and saved all the same: a resumed run charts them on.
+    saved = v1.global_variables() + list(g.loss_averages.values())
+    saver = v1.train.Saver(saved, max_to_keep=config.max_checkpoints_to_keep,
+                           save_relative_paths=True)
+    restorer = saver if restores_loss_averages else v1.train.Saver(v1.global_variables())
     averages = {n: g.ema.average(v) for n, v in g.params.items()}
     loader = restore.Loader(g.global_step, g.params, averages)
     all_finite = precision.all_finite(list(g.params.values()) + list(averages.values()))
@@ -73,7 +81,8 @@ def build(config, devices, start, arrays, graph):
     local_init = v1.local_variables_initializer()
     writer = v1.summary.FileWriter(config.train_dir, graph)
   graph.finalize()
-  return Built(graph, g, input_init, feed, init, local_init, saver, writer, loader, all_finite)
+  return Built(graph, g, input_init, feed, init, local_init, saver, restorer, writer, loader,
+               all_finite)
 
 
 # ---------------------------------------------------------------------------- Backend
@@ -87,10 +96,15 @@ class Backend(driver.Backend):
     self.dataset = dataset
     self.built = self.sess = None
     self.begin = None  # (path to restore, checkpoints.State to assign, start step)
+    self.restores_loss_averages = True  # whether the checkpoint to resume holds them
 
   def resume(self, path, keep):
     self.keep = keep  # pylint: disable=attribute-defined-outside-init
-    self.begin = (path, None, checkpoints.read(path, kinds=("step",)).global_step)
+    state = checkpoints.read(path, kinds=("step",))
+    self.begin = (path, None, state.global_step)
+    self.restores_loss_averages = bool(state.loss_averages)
+    if not state.loss_averages:
+      logging.info(checkpoints.NO_LOSS_AVERAGES, path)
     return self.begin[2]
 
   def initialize(self, values):
@@ -110,7 +124,8 @@ class Backend(driver.Backend):
                  config.global_batch_size(n),
                  config.steps_between_decays(n))  # before the data's read: it takes seconds
     arrays = self.dataset if self.dataset is not None else inputs.load(config, "train")
-    self.built = b = build(config, self.devices, step, arrays, graph)
+    self.built = b = build(config, self.devices, step, arrays, graph,
+                           self.restores_loss_averages)
     self.sess.run([b.input_init, b.local_init], b.feed)
     path, values, _ = self.begin
     with b.graph.as_default():  # what Saver needs outside a `with Session` block
@@ -120,7 +135,7 @@ class Backend(driver.Backend):
     b = self.built
     if path:
       try:
-        b.saver.restore(self.sess, path)
+        b.restorer.restore(self.sess, path)
       except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
         raise run_errors.cannot_resume(path, e) from None
       b.saver.recover_last_checkpoints(self.keep)  # --max_checkpoints_to_keep spans restarts

@@ -16,6 +16,7 @@ import collections
 
 import tensorflow as tf
 
+from cifar10 import checkpoints
 from cifar10 import losses
 from cifar10 import precision
 from cifar10 import model
@@ -28,7 +29,7 @@ TOWER_NAME = "tower"
 
 TrainGraph = collections.namedtuple(
     "TrainGraph", "train_op loss learning_rate global_step params ema grads summary_op hooks "
-    "init_feed precision")
+    "init_feed precision loss_averages")
 
 
 def tower_params(initial_values, device="/cpu:0"):
@@ -47,12 +48,14 @@ def tower_params(initial_values, device="/cpu:0"):
   return params
 
 
-def _summary_variable(name):
-  """A float32 scalar for summaries only: a local variable, so no Saver saves it (a resumed
-  run starts the original's loss averages at 0 again, as the original's did)."""
-  with v1.variable_scope("summaries"):
-    return v1.get_variable(name, [], tf.float32, v1.zeros_initializer(), trainable=False,
-                           collections=[v1.GraphKeys.LOCAL_VARIABLES])
+def _loss_average(term):
+  """The original's loss average of `term`, `summaries/<term>/avg`: a float32 scalar for
+  summaries only. A local variable, so that what handles the global ones leaves it alone
+  (the ps/worker loop's Saver, which restarts it from 0, and its readiness checks);
+  compat_v1.loop's Saver names it, so that a resumed run goes on with it."""
+  with v1.variable_scope(checkpoints.LOSS_AVERAGE_SCOPE):
+    return v1.get_variable(term + "/avg", [], tf.float32, v1.zeros_initializer(),
+                           trainable=False, collections=[v1.GraphKeys.LOCAL_VARIABLES])
 
 
 def average_gradients(tower_grads):
@@ -148,7 +151,8 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
       with tf.control_dependencies([apply_op]), tf.device(param_device):
         train_op = ema.apply(variables)
     with tf.control_dependencies([loss]):
-      loss_averages = {n: losses.average_update(_summary_variable(n + "/avg"), terms[n])
+      average_variables = {n: _loss_average(n) for n in losses.LOSS_TERMS}
+      loss_averages = {n: losses.average_update(average_variables[n], terms[n])
                        for n in losses.LOSS_TERMS}
     if dynamic:  # after the update and the EMA, as in strategies.step
       with tf.control_dependencies([train_op]):
@@ -170,7 +174,8 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
         summaries.append(v1.summary.histogram(name + "/values", var.read_value()))
         summaries.append(v1.summary.histogram(name + "/gradients", grad))
   return TrainGraph(train_op, loss, lr, global_step, params, ema,
-                    [g for g, _ in grads], v1.summary.merge(summaries), hooks, init_feed, hits)
+                    [g for g, _ in grads], v1.summary.merge(summaries), hooks, init_feed, hits,
+                    average_variables)
 
 
 def initial_value_feeds(seed):

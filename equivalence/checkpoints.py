@@ -1,4 +1,5 @@
-r"""Two checkpoints of any origin, tensor by tensor: weights, moving averages, global step.
+r"""Two checkpoints of any origin, tensor by tensor: weights, moving averages, global step,
+and the loss averages (for summaries) where both hold them.
 
   python -m equivalence.checkpoints /tmp/cifar10_train/ckpt-400 \
       /tmp/cifar10_train_v1/model.ckpt-400
@@ -6,7 +7,9 @@ r"""Two checkpoints of any origin, tensor by tensor: weights, moving averages, g
 Either may be a folder (its newest checkpoint) or a prefix, written by strategies.train,
 compat_v1.train, examples.keras_fit or the original tutorial (cifar10.checkpoints reads all
 of them). Prints the table of equivalence.compare and EQUIVALENT (exit 0) when every tensor
-is bit-identical, NOT EQUIVALENT (exit 1) otherwise.
+is bit-identical, NOT EQUIVALENT (exit 1) otherwise. Checkpoints written before the loss
+averages were checkpointed (and the original's, and examples.keras_fit's) hold none: a line
+says they were not compared.
 """
 
 from absl import flags
@@ -30,11 +33,17 @@ def main(values, args):
   from equivalence import compare  # pylint: disable=g-import-not-at-top
   first, second = (checkpoints.read(path) for path in args)
   tables, same = [], first.global_step == second.global_step
-  for title, a, b in (("weights", first.weights, second.weights),
-                      ("moving averages", first.averages, second.averages)):
+  parts = [("weights", first.weights, second.weights),
+           ("moving averages", first.averages, second.averages)]
+  if first.loss_averages and second.loss_averages:
+    parts.append(("loss averages", first.loss_averages, second.loss_averages))
+  for title, a, b in parts:
     rows = compare.compare(a, b, values.rel_tolerance)
     same = same and all(r.ok for r in rows)
     tables.append(compare.table(title, rows, values.rel_tolerance))
+  if bool(first.loss_averages) != bool(second.loss_averages):
+    held = "the first" if first.loss_averages else "the second"
+    tables.append(f"loss averages: only {held} holds them, not compared")
   print("\n".join(tables))
   print(f"global step: {first.global_step} and {second.global_step}")
   print("EQUIVALENT" if same else "NOT EQUIVALENT")

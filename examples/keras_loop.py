@@ -9,7 +9,8 @@ the bit:
 - the moving averages of the weights: TensorFlow's ExponentialMovingAverage with the shared
   decay, its step count the optimizer's, applied after each step's update (`--ema_reads
   updated`, the trainers' default);
-- checkpoints `ckpt-N` in strategies.train's layout (weights, averages, global step) by a
+- checkpoints `ckpt-N` in strategies.train's layout (weights, averages, global step; not its
+  loss averages, which only its charts of the original's summaries use) by a
   CheckpointManager, every save_checkpoint_steps steps, at the end and on SIGTERM or Ctrl-C
   (the step finishes, the checkpoint is saved, `stopped:` and --preemption_exit_code), so
   both evaluators and both trainers' --init_from read them;

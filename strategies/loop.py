@@ -18,6 +18,7 @@ import os
 from absl import logging
 import tensorflow as tf
 
+from cifar10 import checkpoints
 from cifar10 import data_sources
 from cifar10 import model
 from cifar10 import precision
@@ -59,14 +60,23 @@ class CheckpointedBackend(driver.Backend):
   def resume(self, path, keep):  # pylint: disable=unused-argument  # the index keeps them
     self._manage()
     try:
-      self.state.checkpoint().restore(path).assert_existing_objects_matched()
+      self._checkpoint_of(path).restore(path).assert_existing_objects_matched()
     except Exception as e:  # pylint: disable=broad-except  # TF raises many kinds here
       raise run_errors.cannot_resume(path, e) from None
     return self.global_step()
 
+  def _checkpoint_of(self, path):
+    """The state's checkpoint as `path` holds it: a Trainer's without its loss averages if
+    `path` was written before they were checkpointed (they then start from 0, as then)."""
+    if not hasattr(self.state, "loss_averages") or checkpoints.loss_average_keys(path):
+      return self.state.checkpoint()
+    logging.info(checkpoints.NO_LOSS_AVERAGES, path)
+    return self.state.checkpoint(loss_averages=False)
+
   def initialize(self, values):
     """Assigns a checkpoints.State `values` (--init_from, of any trainer) to the weights,
-    averages and step; None leaves the seed's values."""
+    averages and step (a new run: its loss averages start from 0); None leaves the seed's
+    values."""
     self._manage()
     if values is not None:
       for name, value in values.weights.items():

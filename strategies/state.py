@@ -2,7 +2,8 @@
 
 `TrainingState` creates, under the strategy's scope, the model weights (initial values from
 the shared core), the global step, the EMA shadows, the original's loss averages and a
-dynamic loss scale's state; strategies.step.Trainer adds the compiled steps that update them.
+dynamic loss scale's state, all of them checkpointed; strategies.step.Trainer adds the
+compiled steps that update them.
 
 Under ParameterServerStrategy with a variable partitioner a weight may be a ShardedVariable
 (row blocks on different ps tasks). The step then differentiates, updates and averages each
@@ -31,8 +32,8 @@ class TrainingState:
     with strategy.scope():
       self.params = {n: tf.Variable(values[n], name=n) for n in model.VARIABLE_NAMES}
       self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-      # The original's loss averages, for summaries only: not checkpointed (a resumed run
-      # starts them at 0 again, as the original's did).
+      # The original's loss averages, for summaries only; checkpointed all the same, so
+      # that a resumed run charts them as the same run uninterrupted.
       self.loss_averages = {n: tf.Variable(0.0, trainable=False, name=n + "/avg")
                             for n in losses.LOSS_TERMS}
       if self.dynamic:  # the dynamic loss scale's state, checkpointed
@@ -76,11 +77,14 @@ class TrainingState:
     """Whether every weight and moving average is finite (checked before every save)."""
     return precision.all_finite(self.shards + self.shadows.copies)
 
-  def checkpoint(self):
-    """Weights, EMA shadows, global step and a dynamic loss scale's state. Plain SGD has no
-    slot state to save."""
+  def checkpoint(self, loss_averages=True):
+    """Weights, EMA shadows, global step, loss averages and a dynamic loss scale's state.
+    Plain SGD has no slot state to save. loss_averages=False leaves the loss averages out,
+    to restore a checkpoint written before they were saved (cifar10.checkpoints)."""
     extra = ({"loss_scale": self.scale, "loss_scale_good_steps": self.good_steps}
              if self.dynamic else {})
+    if loss_averages:
+      extra["loss_averages"] = self.loss_averages
     return tf.train.Checkpoint(global_step=self.global_step, params=self.params,
                                ema=self.averages, **extra)
 

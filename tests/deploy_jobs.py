@@ -45,8 +45,11 @@ def run_all(commands, timeout=240):
 
 def weights(train_dir):
   reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(train_dir)))
+  # Not the loss averages: the summaries' values of the process's last local replica (the
+  # original's last tower), replica 1 of a mirrored run and replica 0 of a worker's.
   return {k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map()
-          if "OPTIMIZER_SLOT" not in k and k != "_CHECKPOINTABLE_OBJECT_GRAPH"}
+          if "OPTIMIZER_SLOT" not in k and k != "_CHECKPOINTABLE_OBJECT_GRAPH"
+          and not k.startswith("loss_averages/")}
 
 
 def evaluated_the_final_step(out, train_dir, step):
