@@ -19,6 +19,8 @@
   matching    TF1 variable names to TF2 variables (name, shape, creation order, a map)
   trace       what one side did in each step (losses, outputs, gradients, weights, slots)
   report      the rows and the text
+  screen      the report in at most 100 columns, the verdict and the causes first (what
+              `python -m porting compare` prints; Report.text(width=...))
   diffs       max absolute and relative difference, and ULPs
   diagnosis   the known causes of a difference, named where the numbers fit: one rule a
               cause over typed Observations (causes/: towers, scale, batch_norm,

@@ -21,6 +21,7 @@ it is not; every failure is one line, exit 2.
 import importlib
 import logging
 import os
+import shutil
 import sys
 
 try:
@@ -63,6 +64,10 @@ def define_flags(fv):
   flags.DEFINE_string("tf1_checkpoint", None, "tf2_to_tf1: the run's own TF1 checkpoint, for "
                       "the TF1 variables the port has no counterpart of (variable_map to "
                       "None: loss averages).", flag_values=fv)
+  flags.DEFINE_integer("width", 100, "compare: the report's columns at most (a terminal "
+                       "narrower than that: its own), the verdict, the first difference and "
+                       "the causes first; 0: every line whole, the table first.",
+                       lower_bound=0, upper_bound=10000, flag_values=fv)
   flags.DEFINE_float("tolerance", 0.0, "Largest max relative difference per variable that "
                      "still counts as equal (0: the same bits).", lower_bound=0.0,
                      upper_bound=MAX_TOLERANCE, flag_values=fv)
@@ -126,6 +131,13 @@ def main(values, args):
       logging.getLogger(name).setLevel(level)
 
 
+def _width(asked):
+  """The report's width: `asked`, or a narrower terminal's; 0: unwrapped."""
+  if not asked or not sys.stdout.isatty():
+    return asked
+  return min(asked, shutil.get_terminal_size((asked, 24)).columns)
+
+
 def quiet_python_logs():
   """TensorFlow's and absl's Python loggers quiet (errors only); returns their levels."""
   loggers = {name: logging.getLogger(name).level for name in ("tensorflow", "absl")}
@@ -165,7 +177,7 @@ def _run(values, command, paths):
       report = porting.compare(port, batches, replicas=values.replicas, steps=values.steps,
                                tolerance=values.tolerance, start_from=values.start_from,
                                record=values.record)
-      print(report.text())
+      print(report.text(width=_width(values.width)))
       return 0 if report.equal else 1  # a verdict: only with a report printed
     example = batches(0) if callable(batches) else list(batches)[0]
     alone = sorted(k for k, v in (port.variable_map or {}).items() if v is None)

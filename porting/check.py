@@ -21,6 +21,7 @@ from porting import matching
 from porting import penalties
 from porting import record as tf1_record
 from porting import report
+from porting import screen
 from porting import spec
 from porting import tf1_towers
 from porting import tf2_replicas
@@ -62,7 +63,19 @@ class Report:
     paired = {a for a, _ in self.pairs}
     return [n for n, _ in self.tf1.variables if n not in paired]
 
-  def text(self):
+  def text(self, width=None):
+    """The report; `width`: at most that many columns, the verdict, the first difference and
+    the causes first (porting.screen: what the command prints); None: each line whole."""
+    if width:
+      return "\n".join(screen.lines(self, width))
+    verdict = "EQUAL" if self.equal else "NOT EQUAL"
+    where = "".join(f"  {line}\n" for line in self.notes())
+    text = report.text(self.rows, self.tolerance, self.learning_rates, self.hints,
+                       self.title(bound=False))
+    head, _, body = text.partition("\n")
+    return f"{head}\n{where}{body}\n{verdict}"
+
+  def title(self, bound=True):
     title = (f"TF1 {self.replicas} tower(s) vs TF2 {self.replicas} replica(s), "
              f"{len(self.tf1.steps)} step(s)")
     if "start" in self.tf1.facts:
@@ -70,21 +83,24 @@ class Report:
       title += f" from {path} (global step {step})"
     if self.left_out:
       title += f"; not compared (variable_map): {', '.join(self.left_out)}"
-    verdict = "EQUAL" if self.equal else "NOT EQUAL"
-    where = f"  machine: {self.machine.line()}\n" if self.machine else ""
+    if bound:
+      title += f" ({report.bound(self.tolerance)}; steps count from 0)"
+    return title
+
+  def notes(self):
+    """Where the bits were made and what was not compared, a line each."""
+    notes = [f"machine: {self.machine.line()}"] if self.machine else []
     if "recorded" in self.tf1.facts:
-      where += f"  TF1 side recorded on: {self.tf1.facts['recorded']}\n"
-    where += "".join(f"  not compared: {line}\n" for line in self.unread)
+      notes.append(f"TF1 side recorded on: {self.tf1.facts['recorded']}")
+    notes += [f"not compared: {line}" for line in self.unread]
     apart = self.tf2.facts.get("replicas_apart", {})
     if apart:
       names = ", ".join(f"{n} (up to {d:.3g})" for n, d in list(apart.items())[:3])
-      where += (f"  replicas apart: {len(apart)} TF2 variable(s) hold other values on other "
-                f"replicas than on replica 0 after the last step: {names}"
-                f"{', ...' if len(apart) > 3 else ''}; replica 0's are compared (the "
-                "checkpoint saves them), a read on another replica sees its own\n")
-    text = report.text(self.rows, self.tolerance, self.learning_rates, self.hints, title)
-    head, _, body = text.partition("\n")
-    return f"{head}\n{where}{body}\n{verdict}"
+      notes.append(f"replicas apart: {len(apart)} TF2 variable(s) hold other values on other "
+                   f"replicas than on replica 0 after the last step: {names}"
+                   f"{', ...' if len(apart) > 3 else ''}; replica 0's are compared (the "
+                   "checkpoint saves them), a read on another replica sees its own")
+    return notes
 
 
 def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_from=None,

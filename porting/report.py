@@ -121,15 +121,14 @@ def summary(table, tolerance):
 
 def text(table, tolerance, learning_rates, hints, title):
   """The report as aligned text: one line per (kind, variable), the rates, hints, verdict."""
-  bound = "bit-identical" if tolerance == 0 else f"max rel diff <= {tolerance:g}"
-  lines = [f"{title} ({bound}; steps count from 0)",
+  lines = [f"{title} ({bound(tolerance)}; steps count from 0)",
            f"  {'kind':<8} {'TF1':<36} {'TF2':<36} {'max |diff|':>10} {'max rel':>9} "
            f"{'ULPs':>6}  first  verdict"]
   for (kind, tf1), (worst, first, tf2) in summary(table, tolerance).items():
     ulps = "-" if worst.ulps is None else str(worst.ulps)
     lines.append(f"  {kind:<8} {tf1:<36} {tf2:<36} {worst.max_abs:>10.3g} "
                  f"{worst.max_rel:>9.3g} {ulps:>6}  {'-' if first is None else first:>5}  "
-                 f"{_verdict(worst, first)}")
+                 f"{verdict(worst, first)}")
   tf1_rates, tf2_rates = learning_rates
   lines.append(f"  learning rate per step: TF1 {tf1_rates}")
   lines.append(f"                          TF2 {tf2_rates}  "
@@ -142,7 +141,12 @@ def text(table, tolerance, learning_rates, hints, title):
   return "\n".join(lines)
 
 
-def _verdict(worst, first):
+def bound(tolerance):
+  return "bit-identical" if tolerance == 0 else f"max rel diff <= {tolerance:g}"
+
+
+def verdict(worst, first):
+  """A row's verdict: ok, DIFFERS or NON-FINITE."""
   if first is None:
     return "ok"
   return "NON-FINITE" if worst.nonfinite else "DIFFERS"

@@ -45,7 +45,7 @@ def define_flags(fv):
                       applies="every strategy but parameter_server",
                       subject=settings.DEVICES)
   flag_ranges.boolean("jit_compile", False, "XLA-compile each replica's forward and backward "
-                      "pass (every strategy but parameter_server); outside the "
+                      "pass (mirrored, one_device and multi_worker_mirrored); outside the "
                       "bit-equality contract, and slower than TensorFlow's kernels on CPU.",
                       flag_values=fv, subject=settings.DEVICES)
   flag_ranges.string("all_reduce", "auto", "mirrored: auto | nccl | hierarchical_copy | "
@@ -70,7 +70,9 @@ def main(values):
     raise UsageError("--profile_steps applies to mirrored, one_device and "
                      "multi_worker_mirrored (profile a parameter_server job's tasks with "
                      "tf.profiler.experimental.client.trace)")
-  if values.jit_compile and values.strategy == "parameter_server":
+  if values.jit_compile and values.strategy in ("parameter_server", "central_storage"):
+    # central_storage: XLA cannot reach a variable kept on one device from another
+    # replica's device (a 90-line traceback, after the run folder was made).
     raise UsageError("--jit_compile applies to mirrored, one_device and multi_worker_mirrored")
   if values.steps_per_loop > 1 and values.strategy == "parameter_server":
     raise UsageError("--steps_per_loop applies to mirrored, one_device and "

@@ -134,12 +134,20 @@ def test_the_runs_settings_and_graph_are_on_the_dashboard(trainer, tmp_path):
             reader.SummaryMetadata(tag).plugin_data.content)
         trials.append(info.group_name)
         shown_trainer = info.hparams["trainer"].string_value
+        shown_decay = info.hparams["decay_steps"].number_value
   assert plugins[run_summaries.SETTINGS_TAG] == "text"
   assert plugins[run_summaries.HPARAMS_TAG] == "hparams"
   assert len(texts) == 1 and '"seed": 7' in texts[0] and "--seed=7" in texts[0]
   # A row of its own in the HParams tab: before, the trial was named by a hash of the
   # settings, and a TF2 and a v1 run of the same flags shared one row.
-  assert trials == [str(tmp_path)]
+  # Named short, its folder's name (a whole absolute path was cut in the tab's column), with
+  # 4 hex digits of the path so that two folders of one name stay two rows.
+  assert trials == [run_summaries.trial_name(str(tmp_path))]
+  assert trials[0].startswith(f"{tmp_path.name} (") and len(trials[0]) == len(tmp_path.name) + 7
+  assert run_summaries.trial_name("/a/run") != run_summaries.trial_name("/b/run")
+  # decay_steps as the run used it (the record keeps 0, "derived"; the tab read 0.0000):
+  # 50,000 examples / batch 2 x 350 epochs.
+  assert shown_decay == 50000 / 2 * 350
   # A column that says which trainer each row is (before: the rows of a TF2 and a v1 run
   # showed the same truncated path and nothing else to tell them apart).
   assert shown_trainer == trainer

@@ -15,6 +15,7 @@ import tensorflow as tf
 
 import porting
 from porting import diffs
+from porting import screen
 from tests import bn_momentum_port as m
 from tests import helpers
 
@@ -160,7 +161,8 @@ def assert_same_report(printed, documented, bound=1e-6):
   Not the same digits, ULPs or DIFFERS/ok: those are the CPU's kernels' (4 ULPs here, 64 on
   another kind of CPU)."""
   from tfbits import machine  # pylint: disable=g-import-not-at-top
-  got, want = printed.rstrip("\n").split("\n"), documented.rstrip("\n").split("\n")
+  assert max(map(len, printed.splitlines())) <= 100, printed  # a terminal's, not 120-301
+  got, want = _unwrapped(printed), _unwrapped(documented)
   assert len(got) == len(want), printed
   for a, b in zip(got, want):
     if b.startswith("  machine: "):
@@ -169,13 +171,26 @@ def assert_same_report(printed, documented, bound=1e-6):
       rows = ROW.match(a), ROW.match(b)
       assert rows[0] and rows[0].group(1, 2, 3) == rows[1].group(1, 2, 3), (a, b)
       assert all(float(r.group(5)) <= bound for r in rows), (a, b)
-    elif b.startswith("  first difference: "):
-      assert re.match(r"  first difference: step \d+, \w+ of \S+ \(max \|diff\| ", a), a
+    elif b.startswith("NOT EQUAL: the first difference"):
+      assert re.match(r"NOT EQUAL: the first difference is at step \d+, \w+ of \S+ \(max "
+                      r"\|diff\| ", a), a
     elif b.startswith(("  cause: ", "  replicas apart: ")):  # sizes are the machine's
       number = r"\d+(\.\d+)?(e[-+]?\d+)?"
       assert re.sub(number, "#", a) == re.sub(number, "#", b), (a, b)
     else:
       assert a == b
+
+
+def _unwrapped(text):
+  """The report's lines with each wrapped line's continuations (porting.screen: indented by
+  4) joined back: where a line breaks is the machine line's length, the machine's."""
+  out = []
+  for line in text.rstrip("\n").split("\n"):
+    if line.startswith(screen.INDENT) and out:
+      out[-1] += " " + line.strip()
+    else:
+      out.append(line)
+  return out
 
 
 def test_a_tf1_checkpoint_with_a_float_step_and_half_weights_converts(tmp_path):

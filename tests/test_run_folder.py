@@ -58,9 +58,11 @@ def test_a_sigkilled_owner_leaves_no_stuck_lock(tmp_path):
 def test_a_train_dir_that_is_a_file_or_under_one_is_one_line(trainer, tmp_path):
   path = tmp_path / "file"
   path.write_text("not a folder")
-  for train_dir in (path, path / "sub"):
+  # Named as a file before TensorFlow starts (it was the OS's "File exists" or "Not a
+  # directory", after it had started).
+  for train_dir, where in ((path, "is a file"), (path / "sub", f"is under {path}, a file")):
     helpers.check_one_line(helpers.call(trainer, *FLAGS, f"--train_dir={train_dir}"),
-           f"cannot use --train_dir={train_dir}: ")
+                           f"--train_dir={train_dir} {where}, not a folder: give a folder")
   assert path.read_text() == "not a folder"
 
 

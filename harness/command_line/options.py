@@ -89,9 +89,28 @@ def _precision(values):
 def train_config(values):
   """The TrainConfig of define_train_flags' values: every declared setting's flag, the two
   that are not the value itself converted (--use_fp16, --profile_steps' "A,B")."""
-  return config.TrainConfig(**{
+  train = config.TrainConfig(**{
       **declared_values(values, config.TrainConfig), "precision": _precision(values),
       "profile_steps": profiling.parse(values.profile_steps), "flagfile": flagfile(values)})
+  refuse_file("train_dir", train.train_dir)
+  return train
+
+
+def refuse_file(flag, path):
+  """A local --flag=path that names a file, or a path under one: one line before TensorFlow
+  starts (the OS's "File exists" came from making the folder, a minute later under load, and
+  read like the opposite problem)."""
+  if not path or filesystems.is_url(path):
+    return
+  whole = current = os.path.abspath(path)
+  while not os.path.exists(current):  # the nearest part of it that is there
+    if os.path.dirname(current) == current:
+      return
+    current = os.path.dirname(current)
+  if not os.path.isdir(current):
+    where = "is a file" if current == whole else f"is under {current}, a file"
+    raise UsageError(f"--{flag}={path} {where}, not a folder: give a folder (one that does "
+                     "not exist yet is made)")
 
 
 def flagfile(values):

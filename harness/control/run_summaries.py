@@ -3,7 +3,9 @@ file of its own in train_dir): the progress lines' rates, and the run's settings
 Text and HParams tabs show them, as Model Garden writes its params. They describe the run and
 the machine, not its numbers: comparisons of two runs' summaries leave TAGS out."""
 
+import hashlib
 import json
+import posixpath
 
 SPEED_TAGS = ("examples_per_second", "steps_per_second")
 SETTINGS_TAG = "run_settings"
@@ -48,10 +50,22 @@ class Writer:
       # runs of the same settings (a TF2 and a v1 run, say) became one row of the HParams tab.
       shown = {name: value if isinstance(value, (bool, int, float, str)) else str(value)
                for name, value in values.items()}
+      if not shown.get("decay_steps") and "batch_size" in values:  # 0: derived; the value run
+        from cifar10 import schedule  # pylint: disable=g-import-not-at-top
+        shown["decay_steps"] = schedule.decay_steps(
+            values["batch_size"], values.get("replicas", 1),
+            values.get("decay_steps_per_global_batch", False))
       if trainer:
         shown["trainer"] = trainer
-      hparams.hparams(shown, trial_id=self.train_dir)
+      hparams.hparams(shown, trial_id=trial_name(self.train_dir))
 
   def close(self):
     if self.writer is not None:
       self.writer.close()
+
+
+def trial_name(train_dir):
+  """The HParams tab's name of a run: its folder's name, and 4 hex digits of the whole path so
+  that two folders of one name stay two rows (the whole path was cut in the tab's column)."""
+  path = train_dir.rstrip("/")
+  return f"{posixpath.basename(path) or path} ({hashlib.sha1(path.encode()).hexdigest()[:4]})"
