@@ -119,3 +119,18 @@ def test_tensorflows_python_log_stays_off_the_kits_screen():
 def test_a_stray_path_after_compare_is_one_line():
   result = helpers.call("porting.__main__", *PORT, "compare", "/tmp/typo")
   helpers.check_one_line(result, "compare takes no path (got /tmp/typo)")
+
+
+@pytest.mark.slow
+def test_a_tf_layers_port_compares_without_tensorflows_deprecation_lines():
+  """MIGRATION's dropout and Adam example, a tf.compat.v1.layers port: 12 lines of
+  "`tf.layers.conv2d` is deprecated ..." came before the report; the kit exists to read them."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  result = subprocess.run(
+      [sys.executable, "-m", "porting", "compare", "--port=tests.dropout_adam_port:port",
+       "--batches=tests.dropout_adam_port:batches", "--replicas=1", "--steps=1"],
+      capture_output=True, text=True, timeout=300, env=helpers.env(), cwd=helpers.REPO)
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert "deprecated" not in result.stderr and "Warning" not in result.stderr, result.stderr
+  assert result.stdout.rstrip().endswith("EQUAL")

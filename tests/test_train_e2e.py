@@ -194,6 +194,19 @@ def test_nan_loss_stops_with_one_line_and_saves_nothing_non_finite(tmp_path):
   assert tags["total_loss"] == tags["learning_rate"] == list(range(step))
 
 
+def test_a_nan_loss_is_its_own_line_alone_on_the_screen(tmp_path):
+  """As a user's process shows it (TensorFlow's warnings on, the stderr filter on): before,
+  TensorFlow's "Local rendezvous is aborting with status: INVALID_ARGUMENT: loss is not
+  finite" and its CheckNumerics node line came above the trainer's own line, which says it."""
+  env = {k: v for k, v in helpers.env().items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+  result = helpers.run_with([], env, TRAIN, *COMMON, f"--train_dir={tmp_path}",
+                            "--max_steps=30", "--learning_rate=1e4")
+  assert result.returncode == 2, result.stderr[-2000:]
+  assert helpers.error_line(result).startswith("error: loss is NaN or Inf at step ")
+  assert "local_rendezvous" not in result.stderr and "CheckNumerics" not in result.stderr, (
+      result.stderr[-2000:])
+
+
 def _precision_printed(stdout):
   return float(re.search(r"precision @ 1 = (\d\.\d+)", stdout).group(1))
 

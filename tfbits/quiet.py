@@ -36,7 +36,8 @@ higher brings everything back):
   uses those APIs on purpose, it is what it ports; they are WARNING records of TensorFlow's
   `deprecation` module, dropped by the same filter. So is the Python warning of TensorFlow's
   legacy layers that `layer.apply` is deprecated (tf.layers, tf_slim: the TF1 code the
-  porting kit holds; two lines before its report), and of its TF1 RNN cells that they are.
+  porting kit holds; two lines before its report), of its TF1 RNN cells that they are, and
+  of tf.compat.v1.layers that each is (`tf.layers.conv2d` is deprecated).
 
 Warnings and errors of TensorFlow's own, and every line of this project's, still show.
 """
@@ -72,7 +73,7 @@ NATIVE_NOISE = re.compile(
 RUN_NOISE = re.compile(
     r"dataset\.cc:\d+\] Input of GeneratorDatasetOp::Dataset will not be optimized because"
     r"|local_rendezvous\.cc:\d+\] Local rendezvous is aborting with status: "
-    r"(ABORTED|CANCELLED): ")
+    r"((ABORTED|CANCELLED): |INVALID_ARGUMENT: loss is not finite)")  # the trainer says that
 _EXIT_WAIT_SECS = 2.0  # the filter's last writes; a child still holding the pipe is not waited
 
 
@@ -255,6 +256,10 @@ def install(verbose):
   # tf_keras's TF1 RNN cells, each at its construction ("`tf.nn.rnn_cell.BasicLSTMCell` is
   # deprecated and will be removed ... replaced by that in Tensorflow 2.0"): the same kind.
   warnings.filterwarnings("ignore", message="`tf.nn.rnn_cell.", category=UserWarning)
+  # And tf_keras's tf.compat.v1.layers, one per call ("`tf.layers.conv2d` is deprecated and
+  # will be removed ... Please use `tf.keras.layers.Conv2D`"): 12 lines before the kit's report
+  # of a tf.layers port, MIGRATION's own example's included.
+  warnings.filterwarnings("ignore", message="`tf.layers.", category=UserWarning)
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # read when TensorFlow starts
   if "tensorflow" not in sys.modules and not any(isinstance(f, _FirstImport)
                                                  for f in sys.meta_path):
