@@ -142,7 +142,18 @@ _RUN_NOISE = (
     "W0000 00:00:1795705854.188547   26175 local_rendezvous.cc:412] Local rendezvous is aborting"
     " with status: CANCELLED: TakeGrad operation was cancelled\n"
     "\t [[{{node sync_replicas/ResourceAccumulatorTakeGradient_9}}]] "
-    "[type.googleapis.com/tensorflow.DerivedStatus='']\n")
+    "[type.googleapis.com/tensorflow.DerivedStatus='']\n"
+    # A NaN loss: the trainers' own check, which their one line says.
+    "W0000 00:00:1795705854.2 26175 local_rendezvous.cc:412] Local rendezvous is aborting with"
+    " status: INVALID_ARGUMENT: loss is not finite : Tensor had NaN values\n"
+    "\t [[{{node CheckNumerics}}]]\n"
+    # A finished multi-worker task whose peer's heartbeats stopped as the job ended (a user's
+    # report: the last words of a job that succeeded); a peer lost mid-run is the trainers'
+    # own one line to retry (tests/test_multi_worker.py).
+    "E0000 00:00:1795705999.1 3001 base_collective_executor.cc:252] BaseCollectiveExecutor::"
+    "StartAbort UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats): "
+    "/job:worker/replica:0/task:1 The tasks have crashed. Check the task logs for an earlier "
+    "error, or scheduler events (e.g. preemption, eviction) to debug further.\n")
 
 
 @pytest.mark.parametrize("end", ["exit", "abort"])

@@ -73,7 +73,11 @@ NATIVE_NOISE = re.compile(
 RUN_NOISE = re.compile(
     r"dataset\.cc:\d+\] Input of GeneratorDatasetOp::Dataset will not be optimized because"
     r"|local_rendezvous\.cc:\d+\] Local rendezvous is aborting with status: "
-    r"((ABORTED|CANCELLED): |INVALID_ARGUMENT: loss is not finite)")  # the trainer says that
+    r"((ABORTED|CANCELLED): |INVALID_ARGUMENT: loss is not finite)"  # the trainer says that
+    # A multi-worker task's collectives aborted as its peers' heartbeats stop: the end of a
+    # finished job (a peer lost mid-run is the trainer's own one line, to retry).
+    r"|base_collective_executor\.cc:\d+\] BaseCollectiveExecutor::StartAbort UNAVAILABLE: "
+    r".*(tasks are unhealthy|stopped sending heartbeats)")
 _EXIT_WAIT_SECS = 2.0  # the filter's last writes; a child still holding the pipe is not waited
 
 
