@@ -144,3 +144,16 @@ def test_towers_that_sum_their_own_losses_against_a_mean():
   assert causes[0].startswith("  cause: every gradient is 0.5 x the towers' combined one "
                               "(N = 2): the TF1 script combines its towers to 2 x"), causes
   assert "divided by the replica's batch" not in report.text()
+
+
+@pytest.mark.slow
+def test_a_record_keeps_the_towers_combination_and_replays_it():
+  """A model_deploy side recorded (elsewhere: here on ram://) and replayed: the record says
+  how its towers combined, and the port compares EQUAL against it as against the live side."""
+  from porting import record  # pylint: disable=g-import-not-at-top
+  folder = "ram://model_deploy_record"
+  record.write(m.port(), m.batches(2, steps=2), folder, replicas=2, steps=2)
+  report = porting.compare(m.port(tf1_towers=porting.AVERAGE_GRADIENTS), record=folder,
+                           steps=2)
+  assert report.tf1.facts["combination"] == porting.MODEL_DEPLOY.record()
+  assert report.equal, report.text()
