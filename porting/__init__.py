@@ -12,8 +12,9 @@
               (AVERAGE_GRADIENTS, MODEL_DEPLOY, replicate_model_fn(...), SYNC_REPLICAS,
               HOROVOD), run by the TF1 side and read by the causes (causes/combination)
   check       compare() and its Report
-  tf1_towers  the TF1 side: towers in a graph, a Session (tf1_update: average_gradients,
-              the script's tf1_gradients, the optimizer's rate)
+  tf1_towers  the TF1 side: towers in a graph, a Session (tf1_graph: the towers built as
+              the script builds them; tf1_update: each tower's loss as its combination makes
+              it, their gradients combined, the script's tf1_gradients, the optimizer's rate)
   tf2_replicas the TF2 side: MirroredStrategy, a tape per replica, a Keras optimizer
               (keras_variables: its variables and slots by name)
   matching    TF1 variable names to TF2 variables (name, shape, creation order, a map)

@@ -1,12 +1,11 @@
 """The TF1 side: the team's tower function as towers in a graph, run in a Session.
 
-As `cifar10_multi_gpu_train.py` built it: one tower per device under `name_scope('tower_i')`,
-the variables reused after tower 0, each tower's gradients from `compute_gradients`, their
-`average_gradients`, the team's UPDATE_OPS with the train op, `apply_gradients` with the global
-step. The global batch is fed through a placeholder and cut into N contiguous slices.
+As the script built it: its towers (porting.tf1_graph: one per device, each tower's loss as
+its TowerCombination makes it, its gradients), their gradients combined as the combination
+says (`average_gradients`, or model_deploy's sum), the team's UPDATE_OPS with the train op,
+`apply_gradients` with the global step. The global batch is fed through a placeholder and cut
+into N contiguous slices.
 """
-
-import inspect
 
 import numpy as np
 import tensorflow as tf
@@ -17,10 +16,8 @@ from porting import layer_settings
 from porting import layer_probes
 from porting import parting
 from porting import random_ops
-from porting import tf1_layers
+from porting import tf1_graph
 from porting import tf1_update
-from porting import tf1_variables
-from porting import spec
 from porting.errors import PortError
 from porting.trace import Lazy
 from porting.trace import chunked
@@ -62,38 +59,10 @@ class Towers:
       self.optimizer_class = type(optimizer).__name__
       self.rate_variable = checkpoint_extras.rate_variable(optimizer)
       before = set(v1.global_variables())
-      tower_grads, self.losses, self.outputs, updates = [], [], [], []
-      parts = []  # what tower 0 returns as its outputs (spec.loss_and_outputs)
-      # The original's tower_loss(scope, images, labels) read its 'losses' collection by scope.
-      takes_scope = next(iter(inspect.signature(port.tower_loss).parameters), None) == "scope"
-      shared = tf1_variables.Shared(source)
       combination = self.combination = port.combination
-      # A collection the script reads once every tower is built (model_deploy's
-      # REGULARIZATION_LOSSES): those towers' gradients are taken after the last is built.
-      after_all = combination.regularization != "in_tower_loss"
-      scopes = []
-      for i, (device, x, y) in enumerate(zip(devices, tf.split(images, n), tf.split(labels, n))):
-        if source is not None:
-          source.tower = i
-        with tf.device(device), tf.name_scope(f"tower_{i}") as scope, \
-            random_ops.aligned(source), tf1_layers.routed():
-          scopes.append(scope)
-          with shared.tower_scope(i):  # get_variable reused after tower 0, tf.Variable too
-            loss, outputs = spec.loss_and_outputs(_tower(port, takes_scope, scope, x, y),
-                                                  parts)
-          self.losses.append(loss)
-          self.outputs.append(outputs)
-          if _runs_updates(combination.update_ops, i, n):
-            updates += v1.get_collection(v1.GraphKeys.UPDATE_OPS, scope)
-          if not after_all:
-            self.losses[i] = tf1_update.tower_loss(combination, loss, i, n, [])
-            tower_grads.append(_gradients(optimizer, self.losses[i]))
-      regularization = v1.get_collection(v1.GraphKeys.REGULARIZATION_LOSSES)
-      for i, (device, scope) in enumerate(zip(devices, scopes) if after_all else ()):
-        with tf.device(device), tf.name_scope(scope):
-          self.losses[i] = tf1_update.tower_loss(combination, self.losses[i], i, n,
-                                                 regularization)
-          tower_grads.append(_gradients(optimizer, self.losses[i]))
+      built = tf1_graph.build(port, combination, devices, images, labels, source, optimizer)
+      self.losses, self.outputs, updates = built.losses, built.outputs, built.updates
+      regularization = built.regularization
       # Not Keras 3's SeedGenerator state (tf.keras layers in the towers under TF 2.16+: a
       # Dropout's random stream, which the kit's aligned draws replace and a port's Keras
       # model does not count among its weights either).
@@ -102,7 +71,7 @@ class Towers:
       if not self.model_variables:
         raise PortError("tower_loss created no variable (build them with "
                         "tf.compat.v1.get_variable or tf.compat.v1.layers)")
-      grads = tf1_update.combine(combination, tower_grads)
+      grads = tf1_update.combine(combination, built.tower_grads)
       self.gradients = {_name(v): g for g, v in grads}
       self.learning_rate = tf1_update.rate(optimizer)
       trainable = [v for _, v in grads]
@@ -141,15 +110,6 @@ class Towers:
                             _name(beta2_power): optimizer._beta2}  # pylint: disable=protected-access
       self.regularization = {}
       self.regularization_loss = tf.add_n(regularization) if regularization else None
-      # Which towers' losses (as the script hands them to compute_gradients) hold the
-      # collection: read from the graph, what the regularization causes count against.
-      # A term is the collection's, or a regularizer's op of that name (get_variable's and
-      # tf.layers' `<variable>/Regularizer/`): the collection a tower read while it was built
-      # can hold other ops of the same regularizers than the one read here.
-      terms = {t.op.name for t in regularization}
-      regularized_towers = [i for i, loss in enumerate(self.losses) if any(
-          name in terms or "/Regularizer/" in name
-          for name in layer_settings.reached([loss.op]))]
       if regularization:
         variables = [v for _, v in grads]
         for v, g in zip(variables, tf.gradients(tf.add_n(regularization), variables)):
@@ -158,7 +118,8 @@ class Towers:
       towers, in_place = layer_settings.tower_updates(self.graph, self.train_op)
       self.facts = {"update_ops": combination.update_ops, "ema_order": port.ema_order,
                     "combination": combination.record(),
-                    "regularized_towers": regularized_towers if regularization else None,
+                    "regularized_towers": (tf1_graph.regularized_towers(
+                        self.losses, regularization) if regularization else None),
                     "update_towers": towers, "in_place_updates": in_place,
                     "structure": parting.structure(
                         self.graph, {_name(v) for _, v in grads}),
@@ -166,7 +127,7 @@ class Towers:
                     "random_draws": source.drawn if source is not None else {},
                     "random_escaped": random_ops.escaped(self.graph.get_operations()),
                     "ema": ema_settings.read(ema) if ema is not None else None,
-                    "outputs_parts": parts,
+                    "outputs_parts": built.parts,
                     "fused_batch_norm": any(
           op.type.startswith("FusedBatchNorm") for op in self.graph.get_operations())}
       # Each layer's input and output in tower 0, fetched only to say where the forward
@@ -289,29 +250,6 @@ class Towers:
 
   def close(self):
     self.sess.close()
-
-
-def _tower(port, takes_scope, scope, images, labels):
-  """The team's tower_loss on one tower's slice; TensorFlow's Keras 3 stub for
-  tf.compat.v1.layers (tf_keras missing) answers in one line naming the package."""
-  try:
-    return port.tower_loss(scope, images, labels) if takes_scope else port.tower_loss(
-        images, labels)
-  except AttributeError as e:
-    error = tf1_layers.translated(e)
-    if error is None:
-      raise
-    raise error from None
-
-
-def _runs_updates(update_ops, i, n):
-  """Whether tower i's UPDATE_OPS run with the train op under `update_ops`."""
-  return update_ops == "all_towers" or (
-      update_ops != "none" and i == (n - 1 if update_ops == "last_tower" else 0))
-
-
-def _gradients(optimizer, loss):
-  return [(g, v) for g, v in optimizer.compute_gradients(loss) if g is not None]
 
 
 def _name(variable):
