@@ -109,8 +109,7 @@ def refuse_file(flag, path):
     current = os.path.dirname(current)
   if not os.path.isdir(current):
     where = "is a file" if current == whole else f"is under {current}, a file"
-    raise UsageError(f"--{flag}={path} {where}, not a folder: give a folder (one that does "
-                     "not exist yet is made)")
+    raise UsageError(f"--{flag}={path} {where}, not a folder: give a folder")
 
 
 def flagfile(values):
