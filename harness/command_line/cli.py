@@ -26,6 +26,7 @@ from absl import logging
 
 from cifar10.errors import UsageError
 from harness.command_line import flag_ranges
+from harness.command_line import process_end
 from harness.control import progress
 from harness.control import run_log
 from tfbits import quiet
@@ -249,9 +250,10 @@ def app_run(fv, define_flags, main, takes_args=False):
   def run(argv):
     progress.use_short_prefix()  # after app.run installed absl's handler
     try:
-      sys.exit(_status(_main(main, fv, argv[1:], takes_args, own_process=True)))
+      status = _status(_main(main, fv, argv[1:], takes_args, own_process=True))
     except Exit as e:
-      sys.exit(e.status)
+      status = e.status
+    process_end.end_process(status)  # not sys.exit: no interpreter finalization after the end
 
   app.run(run, flags_parser=parse)
 
