@@ -48,6 +48,20 @@ def serve(cluster, job, index, proto):
   server.join()
 
 
+def _local_init_op(loss_averages):
+  """The Scaffold's local_init_op, which every worker runs once its session is up (the
+  chief's after restoring the checkpoint): the local variables but the loss averages as usual
+  (the input's, SyncReplicas' local step), and each loss average only where it is not yet
+  initialized. It lives on the ps: the chief's restore has set it, or another worker's start
+  has, and a worker that joins or rejoins must not set the job's chart back to 0."""
+  shared = {v.op.name for v in loss_averages}
+  own = [v for v in v1.local_variables() if v.op.name not in shared]
+  inits = [tf.cond(v1.is_variable_initialized(v), tf.no_op,
+                   lambda v=v: tf.group(v.assign(tf.zeros_like(v.initial_value))))
+           for v in loss_averages]
+  return tf.group(v1.variables_initializer(own), *inits, v1.tables_initializer())
+
+
 def _quiet_token_queue(args):
   """threading.excepthook: the SyncReplicas token queue runner of the chief is still blocked
   when the session closes (no worker sends gradients any more) and dies with an OpError; that
@@ -113,13 +127,18 @@ class Backend(driver.Backend):
     self.server = v1.train.Server(cluster, job_name="worker", task_index=index,
                                   config=self.proto)
     self.keep, self.values, self.next_step, self.local_steps = [], None, 0, 0
+    self.restores_loss_averages = True  # whether the checkpoint to resume holds them
     self.session = self.writer = None
 
   def resume(self, path, keep):
     # MonitoredTrainingSession restores the newest checkpoint of train_dir (the driver's
     # recover made the index name it); the step is read first, for the input's start.
     self.keep = keep
-    return checkpoints.read(path, kinds=("step",)).global_step
+    state = checkpoints.read(path, kinds=("step",))
+    self.restores_loss_averages = bool(state.loss_averages)
+    if not state.loss_averages:
+      logging.info(checkpoints.NO_LOSS_AVERAGES, path)
+    return state.global_step
 
   def initialize(self, values):
     self.values = values  # --init_from: the chief assigns them once the variables exist
@@ -159,12 +178,19 @@ class Backend(driver.Backend):
       uninitialized = (None if self.chief else
                        v1.report_uninitialized_variables(v1.global_variables()))
       # --max_checkpoints_to_keep (across restarts too) and paths relative to train_dir.
-      self.saver = v1.train.Saver(sharded=True, max_to_keep=config.max_checkpoints_to_keep,
+      # The loss averages too: local variables (compat_v1.step) that live on the ps like
+      # the weights, which every worker's step updates and the chief's summaries show.
+      averages = list(g.loss_averages.values())
+      self.saver = v1.train.Saver(v1.global_variables() + averages, sharded=True,
+                                  max_to_keep=config.max_checkpoints_to_keep,
                                   save_relative_paths=True)
       self.saver.recover_last_checkpoints(self.keep)
+      restorer = (self.saver if self.restores_loss_averages else
+                  v1.train.Saver(v1.global_variables(), sharded=True))
       values = self.values
       scaffold = v1.train.Scaffold(
-          saver=self.saver, init_feed_dict=g.init_feed,
+          saver=restorer, init_feed_dict=g.init_feed,
+          local_init_op=_local_init_op(averages),
           init_fn=(lambda _, sess: loader.assign(sess, values)) if values else None)
       if self.chief:
         self.writer = v1.summary.FileWriter(config.train_dir, graph)

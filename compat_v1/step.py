@@ -51,8 +51,8 @@ def tower_params(initial_values, device="/cpu:0"):
 def _loss_average(term):
   """The original's loss average of `term`, `summaries/<term>/avg`: a float32 scalar for
   summaries only. A local variable, so that what handles the global ones leaves it alone
-  (the ps/worker loop's Saver, which restarts it from 0, and its readiness checks);
-  compat_v1.loop's Saver names it, so that a resumed run goes on with it."""
+  (a restorer of checkpoints written before the averages were saved, the ps/worker
+  readiness checks); both loops' Savers name it, so that a resumed run goes on with it."""
   with v1.variable_scope(checkpoints.LOSS_AVERAGE_SCOPE):
     return v1.get_variable(term + "/avg", [], tf.float32, v1.zeros_initializer(),
                            trainable=False, collections=[v1.GraphKeys.LOCAL_VARIABLES])

@@ -139,6 +139,24 @@ def test_v1_ps_worker_jobs_save_on_sigterm(tmp_path):
       r"\[(ps|worker):\d\] ([WE] )?\d\d:\d\d:\d\d |\[(ps|worker):\d\] stopped: "
       r"|\[launch\] stopping the job|error: the job was stopped", line)]
   assert not foreign, foreign
+  # The loss averages are saved with the rest (issue 63: they restarted at every resume), and
+  # the job started again goes on from them: an average restarted from 0 would read a tenth
+  # of its loss (two workers' updates: under a fifth).
+  from cifar10 import losses  # pylint: disable=g-import-not-at-top
+  from equivalence import runs  # pylint: disable=g-import-not-at-top
+  saved = checkpoints.read(path).loss_averages
+  assert sorted(saved) == sorted(losses.LOSS_TERMS)
+  assert saved["total_loss"] > 1.0, saved  # the losses start at 4.6 and this one had steps
+  resumed = helpers.run("compat_v1.launch", "--workers=2", "--ps=1", "--timeout_secs=240",
+                        "--", "--dataset=synthetic", "--batch_size=4",
+                        f"--max_steps={step + 2}", "--save_checkpoint_steps=100000",
+                        "--learning_rate=0.02", "--save_summaries_steps=1",
+                        f"--train_dir={tmp_path}")
+  assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+  charted = runs.summaries(str(tmp_path))
+  average, raw = charted["total_loss"], charted["total_loss" + losses.RAW_TAG_SUFFIX]
+  first = min(s for s in average if s >= step)
+  assert average[first] > 0.5 * raw[first], (first, average[first], raw[first])
 
 
 @pytest.mark.slow
