@@ -1,7 +1,8 @@
 """The shared CIFAR-10 core: what both trainers share about CIFAR-10 and its numbers.
 
 hparams (the original's constants), config (validated run settings, each declared once:
-settings; an evaluator's: eval_config), model, losses,
+settings; an evaluator's: eval_config; the step's, resolved for a run's replicas:
+step_settings), model, losses,
 schedule, precision (compute dtypes and loss scaling), data_sources (the three sources of
 examples) and bin_tarball (the classic archive, verified and unpacked), input_pipeline (the
 train and eval streams), checkpoints (the format of either trainer's checkpoints), summaries

@@ -30,6 +30,7 @@ import tensorflow as tf
 
 from cifar10 import checkpoints
 from cifar10 import precision
+from cifar10.step_settings import StepSettings
 from compat_v1 import inputs
 from compat_v1 import restore
 from compat_v1.step import build_train_graph
@@ -161,11 +162,8 @@ class Backend(driver.Backend):
       with v1.device(v1.train.replica_device_setter(worker_device=worker_device,
                                                      cluster=cluster)):
         self.g = g = build_train_graph(
-            images, labels, self.devices, seed=config.seed,
-            decay_steps=config.steps_between_decays(len(self.devices) * workers),
-            hparams=config.hparams, compute_dtype=precision.compute_dtype(config.precision),
-            loss_scale=config.scale, sync_replicas=workers if self.sync_replicas else 0,
-            is_chief=self.chief, ema_reads=config.ema_reads)
+            images, labels, self.devices, StepSettings.of(config, len(self.devices) * workers),
+            sync_replicas=workers if self.sync_replicas else 0, is_chief=self.chief)
         # Read after this worker's train op: with SyncReplicas that op returns once the
         # update it waited for is applied, so this is the step after it (fetched alongside
         # the train op, the step is read before the update lands).

@@ -20,6 +20,7 @@ from cifar10 import checkpoints
 from cifar10 import devices as device_plan
 from cifar10 import model
 from cifar10 import precision
+from cifar10.step_settings import StepSettings
 from compat_v1 import inputs
 from compat_v1 import restore
 from compat_v1.step import build_train_graph
@@ -61,12 +62,8 @@ def build(config, devices, start, arrays, graph, restores_loss_averages=True):
     images, labels, input_init, feed = inputs.train_batch(
         arrays, seed=config.seed, global_batch_size=config.global_batch_size(n),
         start_step=start)
-    g = build_train_graph(
-        images, labels, devices, seed=config.seed,
-        decay_steps=config.steps_between_decays(n),
-        hparams=config.hparams, compute_dtype=precision.compute_dtype(config.precision),
-        loss_scale=config.scale,
-        ema_reads=config.ema_reads, param_device=device_plan.parameter_device(devices))
+    g = build_train_graph(images, labels, devices, StepSettings.of(config, n),
+                          param_device=device_plan.parameter_device(devices))
     # Relative paths in the index: the folder can be moved or copied and still resumes.
     # Every global variable, as Saver() takes them, and the loss averages, which are local
     # (compat_v1.step) and saved all the same: a resumed run charts them on.

@@ -1,9 +1,10 @@
 """The multi-tower training graph of `cifar10_multi_gpu_train.py`, over the shared core.
 
-Call `build_train_graph(...)` inside a `tf.Graph().as_default()` block. It creates the
-variables on the parameter device (/cpu:0, or the first GPU: compat_v1.devices) with
-tf.compat.v1.get_variable under their TF1 scopes (initial values from
-`cifar10.model.initial_values(seed)`), splits the global batch into contiguous tower slices,
+Call `build_train_graph(images, labels, devices, settings)` inside a
+`tf.Graph().as_default()` block, `settings` the run's cifar10.step_settings.StepSettings. It
+creates the variables on the parameter device (/cpu:0, or the first GPU: compat_v1.devices)
+with tf.compat.v1.get_variable under their TF1 scopes (initial values from
+`cifar10.model.initial_values(settings.seed)`), splits the global batch into contiguous tower slices,
 builds one tower per device under `tf.device(dev)` and `name_scope('tower_i')` with variable
 reuse after the first, averages the tower gradients there, applies them with
 GradientDescentOptimizer and the global step, then updates the EMA. Unlike the original,
@@ -78,11 +79,11 @@ def tower_mean(values):
   return tf.reduce_mean(tf.concat([tf.expand_dims(v, 0) for v in values], 0), 0)
 
 
-def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
-                      compute_dtype=tf.float32, loss_scale=None, sync_replicas=0,
-                      is_chief=True, ema_reads="updated", param_device="/cpu:0"):
+def build_train_graph(images, labels, devices, settings, *, sync_replicas=0, is_chief=True,
+                      param_device="/cpu:0"):
   """The train op and what the loop reports; `images`/`labels` are one global batch.
 
+  `settings`: the step's (a StepSettings); the other arguments say where it runs.
   sync_replicas=K (ps/worker only) wraps the optimizer in SyncReplicasOptimizer aggregating K
   gradients per update, which then also updates the EMA (always from the updated weights);
   `hooks` must go to the session. loss_scale (fp16): each tower differentiates its loss times
@@ -92,8 +93,11 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
   gradients, their update and their EMA (the optimizer and the EMA colocate their ops with
   the variables); cifar10.devices.parameter_device decides it.
   """
-  initial_values, init_feed = initial_value_feeds(seed)
-  dynamic = loss_scale == precision.DYNAMIC
+  if settings.jit_compile:
+    raise ValueError("the tower graph has no per-replica function for XLA to compile")
+  hparams, compute_dtype, loss_scale = settings.hparams, settings.compute_dtype, settings.loss_scale
+  initial_values, init_feed = initial_value_feeds(settings.seed)
+  dynamic = settings.dynamic
   with tf.device("/cpu:0"):
     global_step = v1.train.get_or_create_global_step()
     if dynamic:
@@ -102,7 +106,7 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
       good_var = v1.get_variable("loss_scale_good_steps", initializer=tf.constant(
           0, tf.int64), trainable=False)
       loss_scale = scale_var.read_value()  # read by every tower before this step's update
-    lr = schedule.learning_rate(global_step, decay_steps, hparams)
+    lr = schedule.learning_rate(global_step, settings.decay_steps, hparams)
     opt = v1.train.GradientDescentOptimizer(lr)
     image_slices = tf.split(images, len(devices))
     label_slices = tf.split(labels, len(devices))
@@ -140,7 +144,7 @@ def build_train_graph(images, labels, devices, *, seed, decay_steps, hparams,
       hooks.append(opt.make_session_run_hook(is_chief))
       with tf.control_dependencies([loss]):
         train_op = opt.apply_gradients(grads, global_step=global_step)
-    elif ema_reads == "previous":
+    elif settings.ema_reads == "previous":
       with tf.control_dependencies([loss]), tf.device(param_device):  # where the weights are
         ema_op = ema.apply(variables)
       with tf.control_dependencies([ema_op]):

@@ -27,7 +27,7 @@ from cifar10 import devices as device_plan
 from cifar10 import input_pipeline as ip
 from cifar10 import losses
 from cifar10 import model
-from cifar10.hparams import DEFAULT
+from cifar10.step_settings import StepSettings
 from compat_v1 import devices as v1_devices
 from compat_v1.step import build_train_graph
 from harness.clusters import cluster
@@ -61,7 +61,7 @@ def _v1_session(n):
 def tf2_gradients(n, seed, images, labels):
   """All-reduced MirroredStrategy gradients of one global batch over n replicas."""
   strategy = tf2_devices.get_strategy("mirrored", _devices(n))
-  trainer = Trainer(strategy, seed=seed, decay_steps=1)
+  trainer = Trainer(strategy, StepSettings(seed=seed, decay_steps=1))
   dist = strategy.experimental_distribute_dataset(
       tf.data.Dataset.from_tensors((images, labels)))
   _, grads = tf.function(trainer.gradients, autograph=False)(*next(iter(dist)))
@@ -73,8 +73,8 @@ def v1_gradients(n, seed, images, labels):
   """average_gradients of n towers for the same global batch, in a Graph and Session."""
   with tf.Graph().as_default():
     devices = _devices(n)
-    g = build_train_graph(tf.constant(images), tf.constant(labels), devices, seed=seed,
-                          decay_steps=1, hparams=DEFAULT,
+    g = build_train_graph(tf.constant(images), tf.constant(labels), devices,
+                          StepSettings(seed=seed, decay_steps=1),
                           param_device=device_plan.parameter_device(devices))
     with v1.Session(config=_v1_session(n)) as sess:
       sess.run(v1.global_variables_initializer(), g.init_feed)

@@ -52,7 +52,7 @@ class Backend(loop.CheckpointedBackend):
     self.coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     global_batch = config.global_batch_size(workers)
     logging.info("Training %s on %d worker(s), global batch %d, decay every %d steps",
-                 config.dataset, workers, global_batch, self.state.decay_steps)
+                 config.dataset, workers, global_batch, self.state.settings.decay_steps)
     source = self.dataset or data_sources.load_source(
         config.dataset, "train", seed=config.seed, data_dir=config.data_dir,
         download=config.download)

@@ -21,9 +21,9 @@ import tensorflow as tf
 from cifar10 import checkpoints
 from cifar10 import data_sources
 from cifar10 import model
-from cifar10 import precision
 from cifar10 import scores
 from cifar10 import summaries
+from cifar10.step_settings import StepSettings
 from harness.control import driver
 from harness.control import progress
 from harness.control import run_errors
@@ -38,12 +38,8 @@ WORKER_SCRATCH = ".worker-"
 
 def build_trainer(config, strategy, summary_outputs=True, jit_compile=False):
   """The step and the state of `config`'s run, created under `strategy`."""
-  n = strategy.num_replicas_in_sync
-  return Trainer(
-      strategy, seed=config.seed, decay_steps=config.steps_between_decays(n),
-      hparams=config.hparams, compute_dtype=precision.compute_dtype(config.precision),
-      loss_scale=config.scale,
-      ema_reads=config.ema_reads, summary_outputs=summary_outputs, jit_compile=jit_compile)
+  settings = StepSettings.of(config, strategy.num_replicas_in_sync, jit_compile=jit_compile)
+  return Trainer(strategy, settings, summary_outputs=summary_outputs)
 
 
 class CheckpointedBackend(driver.Backend):
@@ -125,7 +121,7 @@ class Backend(CheckpointedBackend):
     logging.info("Training %s on %d replica(s) (%s), global batch %d, decay every %d steps",
                  config.dataset, self.n, progress.device_list(
                      d.rsplit("/device:", 1)[-1] for d in self.strategy.extended.worker_devices),
-                 config.global_batch_size(self.n), self.state.decay_steps)
+                 config.global_batch_size(self.n), self.state.settings.decay_steps)
     source = self.dataset or data_sources.load_source(
         config.dataset, "train", seed=config.seed, data_dir=config.data_dir,
         download=config.download)

@@ -33,7 +33,6 @@ from cifar10 import model
 from cifar10 import precision
 from cifar10 import schedule
 from cifar10 import scores
-from cifar10.hparams import DEFAULT
 from tfbits.gates import replica_mean
 from strategies import state
 
@@ -49,20 +48,16 @@ Call = collections.namedtuple(
 class Trainer(state.TrainingState):
   """The compiled steps of one strategy; build it once, before the first step."""
 
-  def __init__(self, strategy, *, seed, decay_steps, hparams=DEFAULT,
-               compute_dtype=tf.float32, loss_scale=None, ema_reads="updated",
-               summary_outputs=True, jit_compile=False):
-    self.decay_steps = decay_steps
-    self.hparams = hparams
-    self.compute_dtype = compute_dtype
-    self.loss_scale = loss_scale  # of a tower's loss (cifar10.precision): None, a float, DYNAMIC
-    self.ema_reads = ema_reads
+  def __init__(self, strategy, settings, *, summary_outputs=True):
+    """`settings`: the step's (a cifar10.step_settings.StepSettings)."""
+    self.settings = settings
     # Whether train_step returns what strategies.loop writes as summaries (not under
     # ParameterServerStrategy, whose coordinator would fetch it from the workers and writes
     # its own summaries).
     self.summary_outputs = summary_outputs
-    super().__init__(strategy, seed=seed, moving_average_decay=hparams.moving_average_decay,
-                     dynamic_loss_scale=loss_scale == precision.DYNAMIC)
+    super().__init__(strategy, seed=settings.seed,
+                     moving_average_decay=settings.hparams.moving_average_decay,
+                     dynamic_loss_scale=settings.dynamic)
     # autograph=False throughout: nothing in the step branches or loops on a tensor (the one
     # loop, _steps', is written as tf.while_loop), and converting its Python took more than
     # half of each trace (2 replicas: 1.0 s for the first call, 0.42 s without), paid at the
@@ -70,7 +65,7 @@ class Trainer(state.TrainingState):
     # With jit_compile, XLA compiles each replica's forward and backward pass.
     self.forward_backward = (tf.function(self._forward_backward, jit_compile=True,
                                          autograph=False)
-                             if jit_compile else self._forward_backward)
+                             if settings.jit_compile else self._forward_backward)
     # The compiled step for ClusterCoordinator.schedule, which takes a function of exactly
     # the arguments it is given (a per-worker iterator among them). The synchronous loop's
     # steps capture their iterator instead (compiled_over).
@@ -78,14 +73,15 @@ class Trainer(state.TrainingState):
     self._compiled = None  # (iterator, its compiled steps): compiled_over's
 
   def lr(self):
-    return schedule.learning_rate(self.global_step, self.decay_steps, self.hparams)
+    return schedule.learning_rate(self.global_step, self.settings.decay_steps,
+                                  self.settings.hparams)
 
   def _forward_backward(self, images, labels, scale):
     """One replica's gradients (unscaled again, as a tower's), tower terms and activations:
     the part of the step that --jit_compile hands to XLA (the all-reduce stays outside)."""
     activations = {}
     with tf.GradientTape() as tape:
-      logits = model.inference(self.params, images, self.compute_dtype, activations)
+      logits = model.inference(self.params, images, self.settings.compute_dtype, activations)
       terms = losses.tower_terms(logits, labels, self.params)  # total_loss: the tower's loss
       scaled_loss = precision.scaled(terms["total_loss"], scale)
     grads = precision.unscaled(tape.gradient(scaled_loss, self.shards), scale)
@@ -97,7 +93,7 @@ class Trainer(state.TrainingState):
     `extra` (replica_mean). Also returns the tower terms and activations the original
     summarised."""
     ctx = tf.distribute.get_replica_context()
-    scale = self.scale.read_value() if self.dynamic else self.loss_scale
+    scale = self.scale.read_value() if self.dynamic else self.settings.loss_scale
     grads, terms, activations = self.forward_backward(images, labels, scale)
     # The logits are the last layer's output in float32 (model.inference).
     hits = scores.batch_precision(tf.cast(activations["softmax_linear"], tf.float32), labels)
@@ -136,12 +132,12 @@ class Trainer(state.TrainingState):
     with tf.control_dependencies([loss]):
       # Program order is execution order here: tf.function chains the stateful ops on a
       # variable in the order they are written.
-      if self.ema_reads == "previous":
+      if self.settings.ema_reads == "previous":
         self.apply_ema()
       for var, grad in zip(self.shards, grads):
         self.strategy.extended.update(var, _sgd, args=(grad, lr))
       self.global_step.assign_add(1)
-      if self.ema_reads == "updated":
+      if self.settings.ema_reads == "updated":
         self.apply_ema()
       if self.dynamic:
         new_scale, new_good = precision.next_scale(

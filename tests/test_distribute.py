@@ -11,6 +11,7 @@ from cifar10 import model
 from cifar10.errors import UsageError
 from strategies import devices as tf2_devices
 from strategies import inputs
+from cifar10.step_settings import StepSettings
 from strategies.step import Trainer
 
 GLOBAL_BATCH = 16
@@ -27,7 +28,7 @@ def _devices(n):
 
 def _mirrored_gradients(n, images, labels, seed):
   strategy = tf2_devices.get_strategy("mirrored", _devices(n))
-  trainer = Trainer(strategy, seed=seed, decay_steps=100)
+  trainer = Trainer(strategy, StepSettings(seed=seed, decay_steps=100))
   dist = strategy.experimental_distribute_dataset(
       tf.data.Dataset.from_tensors((images, labels)))
   loss, grads = tf.function(trainer.gradients)(*next(iter(dist)))
@@ -104,7 +105,7 @@ def test_a_stop_request_reaches_every_replica_through_the_step_all_reduce():
   # The SIGTERM path of strategies.loop: one process's request, summed with the gradients,
   # comes back true from the step, so every replica (and worker) stops after the same step.
   strategy = tf2_devices.get_strategy("mirrored", _devices(2))
-  trainer = Trainer(strategy, seed=9, decay_steps=100)
+  trainer = Trainer(strategy, StepSettings(seed=9, decay_steps=100))
   stream = ip.train_dataset(sources.synthetic_source(9), seed=9, global_batch_size=GLOBAL_BATCH)
   iterator = iter(strategy.experimental_distribute_dataset(stream))
   flags = [bool(trainer.train_step(iterator, stop_requested=request)[2])
@@ -163,7 +164,7 @@ def test_the_loops_steps_capture_their_iterator_and_are_compiled_once_per_iterat
   # signature on every call (0.35-0.6 ms of each measured at 2 and 4 replicas); captured, a
   # call takes the stop flag alone (and the steps' count).
   strategy = tf2_devices.get_strategy("mirrored", _devices(2))
-  trainer = Trainer(strategy, seed=9, decay_steps=100)
+  trainer = Trainer(strategy, StepSettings(seed=9, decay_steps=100))
   stream = ip.train_dataset(sources.synthetic_source(9), seed=9, global_batch_size=GLOBAL_BATCH)
   iterator = iter(strategy.experimental_distribute_dataset(stream))
   for _ in range(3):

@@ -177,13 +177,13 @@ def test_the_towers_update_and_average_the_weights_on_the_replicas_device_type(k
   # device. The towers must do theirs on the same type of device: a GPU kernel may fuse
   # w - lr * g into one rounding where the CPU's rounds twice. Before: always /cpu:0 (the
   # original's _variable_on_cpu), also with towers on GPUs. (The graph is built, not run.)
-  from cifar10.hparams import DEFAULT  # pylint: disable=g-import-not-at-top
+  from cifar10.step_settings import StepSettings  # pylint: disable=g-import-not-at-top
   from compat_v1.step import build_train_graph  # pylint: disable=g-import-not-at-top
   names = [f"/{kind}:0", f"/{kind}:1"]
   graph = tf.Graph()
   with graph.as_default():
-    build_train_graph(tf.zeros([4, 24, 24, 3]), tf.zeros([4], tf.int32), names, seed=1,
-                      decay_steps=10, hparams=DEFAULT,
+    build_train_graph(tf.zeros([4, 24, 24, 3]), tf.zeros([4], tf.int32), names,
+                      StepSettings(seed=1, decay_steps=10),
                       param_device=device_plan.parameter_device(names))
   ops = graph.get_operations()
   weights = [op for op in ops if op.type == "VarHandleOp" and op.name in model.VARIABLE_NAMES]
@@ -195,7 +195,7 @@ def test_the_towers_update_and_average_the_weights_on_the_replicas_device_type(k
   if kind == "cpu":  # TF2: each replica's copy lives, and is updated, on its replica's device
     strategy = tf2_devices.get_strategy("mirrored", names)
     from strategies.step import Trainer  # pylint: disable=g-import-not-at-top
-    trainer = Trainer(strategy, seed=1, decay_steps=10)
+    trainer = Trainer(strategy, StepSettings(seed=1, decay_steps=10))
     for name in model.VARIABLE_NAMES:
       copies = strategy.experimental_local_results(trainer.params[name])
       assert [c.device.lower().rsplit("device:", 1)[1] for c in copies] == ["cpu:0", "cpu:1"]

@@ -10,6 +10,7 @@ from cifar10 import input_pipeline as ip
 from cifar10 import model
 from strategies import devices as tf2_devices
 from strategies import shadows
+from cifar10.step_settings import StepSettings
 from strategies.step import Trainer
 
 BATCH = 12  # 3 replicas x 4
@@ -21,8 +22,8 @@ def _devices(n):
 
 def _trained(n, ema_reads, steps=3, strategy="mirrored"):
   """(trainer, {name: EMA shadow}) after `steps` steps on replicas /cpu:0..n-1."""
-  trainer = Trainer(tf2_devices.get_strategy(strategy, _devices(n)), seed=7, decay_steps=2,
-                    ema_reads=ema_reads)
+  trainer = Trainer(tf2_devices.get_strategy(strategy, _devices(n)),
+                    StepSettings(seed=7, decay_steps=2, ema_reads=ema_reads))
   stream = ip.train_dataset(sources.synthetic_source(7), seed=7, global_batch_size=BATCH)
   iterator = iter(trainer.strategy.experimental_distribute_dataset(stream))
   for _ in range(steps):
@@ -61,6 +62,6 @@ def test_the_one_copy_lives_on_the_first_replicas_device_whatever_it_is():
   # reads); driven here with replicas that do not start at /cpu:0, so the copy follows the
   # strategy's first device rather than the host's.
   strategy = tf2_devices.get_strategy("mirrored", ["/cpu:2", "/cpu:3"])
-  trainer = Trainer(strategy, seed=7, decay_steps=2)
+  trainer = Trainer(strategy, StepSettings(seed=7, decay_steps=2))
   for name, shadow in trainer.averages.items():
     assert shadow.device.endswith("device:CPU:2"), (name, shadow.device)
