@@ -11,7 +11,8 @@
   combination TowerCombination: how the TF1 script makes one update of its towers
               (AVERAGE_GRADIENTS, MODEL_DEPLOY, replicate_model_fn(...), SYNC_REPLICAS,
               HOROVOD), run by the TF1 side and read by the causes (causes/combination)
-  check       compare() and its Report
+  check       compare(): both sides opened, checked and started alike; stepping: the
+              compared steps, streamed; compared: the Report it returns, and its text
   tf1_towers  the TF1 side: towers in a graph, a Session (tf1_graph: the towers built as
               the script builds them; tf1_update: each tower's loss as its combination makes
               it, their gradients combined, the script's tf1_gradients, the optimizer's rate)
@@ -59,6 +60,8 @@
   tf1_variables  tf.Variable weights in tower code, shared by the towers as get_variable's
   record      the TF1 side recorded where its TensorFlow runs, replayed where the port's does
   errors      PortError: one line, no traceback, from the command line
+  commands    the command line's commands (compare, record, tf1_to_tf2, tf2_to_tf1): their
+              flags and what each does; __main__ parses and runs them
 
 What the kit shares with the trainers is in `tfbits` (the machine the bits were made on,
 TF1's gated arithmetic, the URL schemes TensorFlow reaches), the one package it imports of
@@ -71,7 +74,7 @@ import importlib
 
 # Loaded on first use (PEP 562), so that `python -m porting` parses its flags and answers a
 # bad one before TensorFlow is imported.
-_API = {"compare": "porting.check", "Report": "porting.check",
+_API = {"compare": "porting.check", "Report": "porting.compared",
         "tf1_to_tf2": "porting.checkpoints", "tf2_to_tf1": "porting.checkpoints",
         "replica_devices": "porting.devices", "PortError": "porting.errors",
         "gated_bias_add": "tfbits.gates", "replica_mean": "tfbits.gates",

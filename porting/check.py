@@ -1,15 +1,18 @@
 """`compare(port, batches, replicas, steps, tolerance)`: both sides, step by step, and the
-report. See the package docstring for a call."""
+report (porting.compared.Report). See the package docstring for a call.
 
-import dataclasses
+compare opens the two sides (live towers or a record, and the TF2 replicas), refuses what
+would make the comparison meaningless (optimizers' or layers' settings apart, variables it
+cannot pair), starts both from the same weights, runs the steps (porting.stepping) and hands
+what it measured to the diagnosis."""
 
-import numpy as np
 import tensorflow as tf
 
 from porting.errors import PortError
 from porting import devices as replica_devices
 from porting import checkpoint_extras
 from porting import checkpoints
+from porting.compared import Report
 from porting import combination as combination_lib
 from porting import diagnosis
 from porting import ema_settings
@@ -18,89 +21,11 @@ from porting import layer_mismatches
 from porting import layer_probes
 from tfbits import machine
 from porting import matching
-from porting import penalties
 from porting import record as tf1_record
-from porting import report
-from porting import screen
 from porting import spec
+from porting import stepping
 from porting import tf1_towers
 from porting import tf2_replicas
-
-
-@dataclasses.dataclass
-class Report:
-  """pairs: [(TF1 name, TF2 name)]; rows: every report.Row; tf1, tf2: the two Traces;
-  hints: the known causes that fit the numbers; equal: every row within `tolerance`;
-  machine: the tfbits.machine.Machine it ran on (bits are its kernels'); unread: what the
-  kit could not read on a side and so did not compare before the steps (the numbers did)."""
-  pairs: list
-  rows: list
-  tf1: object
-  tf2: object
-  tolerance: float
-  hints: list
-  replicas: int
-  machine: object = None
-  unread: list = dataclasses.field(default_factory=list)
-
-  @property
-  def equal(self):
-    return report.first_difference(self.rows, self.tolerance) is None and (
-        self.learning_rates[0] == self.learning_rates[1])
-
-  @property
-  def first_difference(self):
-    """The first report.Row outside the tolerance (by step, then kind), or None."""
-    return report.first_difference(self.rows, self.tolerance)
-
-  @property
-  def learning_rates(self):
-    return ([s.learning_rate for s in self.tf1.steps], [s.learning_rate for s in self.tf2.steps])
-
-  @property
-  def left_out(self):
-    """TF1 variables the variable map left out of the comparison (mapped to None)."""
-    paired = {a for a, _ in self.pairs}
-    return [n for n, _ in self.tf1.variables if n not in paired]
-
-  def text(self, width=None):
-    """The report; `width`: at most that many columns, the verdict, the first difference and
-    the causes first (porting.screen: what the command prints); None: each line whole."""
-    if width:
-      return "\n".join(screen.lines(self, width))
-    verdict = "EQUAL" if self.equal else "NOT EQUAL"
-    where = "".join(f"  {line}\n" for line in self.notes())
-    text = report.text(self.rows, self.tolerance, self.learning_rates, self.hints,
-                       self.title(bound=False))
-    head, _, body = text.partition("\n")
-    return f"{head}\n{where}{body}\n{verdict}"
-
-  def title(self, bound=True):
-    title = (f"TF1 {self.replicas} tower(s) vs TF2 {self.replicas} replica(s), "
-             f"{len(self.tf1.steps)} step(s)")
-    if "start" in self.tf1.facts:
-      path, step = self.tf1.facts["start"]
-      title += f" from {path} (global step {step})"
-    if self.left_out:
-      title += f"; not compared (variable_map): {', '.join(self.left_out)}"
-    if bound:
-      title += f" ({report.bound(self.tolerance)}; steps count from 0)"
-    return title
-
-  def notes(self):
-    """Where the bits were made and what was not compared, a line each."""
-    notes = [f"machine: {self.machine.line()}"] if self.machine else []
-    if "recorded" in self.tf1.facts:
-      notes.append(f"TF1 side recorded on: {self.tf1.facts['recorded']}")
-    notes += [f"not compared: {line}" for line in self.unread]
-    apart = self.tf2.facts.get("replicas_apart", {})
-    if apart:
-      names = ", ".join(f"{n} (up to {d:.3g})" for n, d in list(apart.items())[:3])
-      notes.append(f"replicas apart: {len(apart)} TF2 variable(s) hold other values on other "
-                   f"replicas than on replica 0 after the last step: {names}"
-                   f"{', ...' if len(apart) > 3 else ''}; replica 0's are compared (the "
-                   "checkpoint saves them), a read on another replica sees its own")
-    return notes
 
 
 def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_from=None,
@@ -181,33 +106,15 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
     trace1.facts["graph_rewrites"] = tf.config.optimizer.get_experimental_options()
     optimizers = (towers.optimizer_class, type(tf2.optimizer).__name__)
     combination = towers_combination(port, trace1)
-    factor = combination.loss_factor(replicas, port.gradient_reduction)
-    table = []
-    for s in range(steps):
-      images, labels = first if s == 0 else spec.checked_batch(batch(s), s, replicas)
-      a, b = towers.step(images, labels), tf2.step(images, labels)
-      # Streamed: the step's rows now, then only what the diagnosis reads is kept (step 0's
-      # gradients), so memory stays that of one step of both sides, at any number of steps.
-      table += report.step_rows(s, a, b, pairs, trace1, optimizers, factor)
-      if hasattr(towers, "global_step_now"):  # where the TF1 schedule reads its step
-        trace1.facts.setdefault("global_steps", []).append(towers.global_step_now())
-      # Each step's largest TF1 gradient: what a vanishing gradient is measured against.
-      trace1.facts.setdefault("largest_gradient", []).append(max(
-          (float(np.abs(g).max()) for g in a.gradients.values() if np.size(g)), default=0.0))
-      if s == 0 and hasattr(towers, "step0"):
-        trace1.facts.update(towers.step0)
-      if s == 0:  # the starting weights fit a penalty written by hand, then go
-        trace1.facts["penalty"] = penalties.fit(pairs, trace1.trainable, a, b, start)
-        trace1.facts["penalty_frameworks"] = penalties.framework(
-            pairs, trace1.facts["penalty"], settings[0].regularization,
-            settings[1].regularization, start)
-        # Kept where step 0's forward passes part: the layers are compared from them.
-        parted = record is None and any(
-            r.kind in ("loss", "outputs") and not r.diff.within(tolerance) for r in table)
-        start = start if parted else None
-      trace1.steps.append(_kept(a, s))
-      trace2.steps.append(_kept(b, s))
-      del a, b
+    sides = stepping.Sides(towers, tf2, pairs, trace1, trace2)
+    table, start = stepping.run(
+        sides, lambda s: first if s == 0 else spec.checked_batch(batch(s), s, replicas), steps,
+        factor=combination.loss_factor(replicas, port.gradient_reduction),
+        optimizers=optimizers, start=start, settings=settings,
+        # Kept where step 0's forward passes part, for the layers' comparison; a record's
+        # towers cannot be probed.
+        parted=lambda rows: record is None and any(
+            r.kind in ("loss", "outputs") and not r.diff.within(tolerance) for r in rows))
     trace2.facts.update(tf2.facts())
     trace2.facts["replicas_apart"] = tf2.apart()
     if start is not None:
@@ -262,12 +169,3 @@ def _start_averages(towers, tf2, pairs, start, tf1_too):
   if tf1_too:
     towers.assign_averages({a: by2[to2[a]] for a in towers.averages
                             if by2.get(to2.get(a)) is not None})
-
-
-def _kept(step, number):
-  """What a Trace keeps of a compared Step: its losses, outputs and rate; step 0's gradients
-  and regularization (the diagnosis reads the first step's); no weights, slots or averages."""
-  first = number == 0
-  return dataclasses.replace(step, gradients=step.gradients if first else {}, weights={},
-                             slots={}, averages={},
-                             regularization=step.regularization if first else {})

@@ -58,3 +58,35 @@ def test_a_finished_run_ends_after_done_with_its_files_whole(tmp_path):
   assert runs.summaries(str(train_dir))["learning_rate"].keys() == {0, 1}
   assert (train_dir / "checkpoint").read_text().startswith('model_checkpoint_path: "ckpt-2"')
   assert "Done: step 2," in (train_dir / "log.txt").read_text().rstrip().splitlines()[-1]
+
+
+def _reader_gone(*args):
+  """`python -m args` whose stdout's reader is gone before it writes (`| head` that ended):
+  (status, stderr)."""
+  proc = subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=helpers.env(),
+                          cwd=helpers.REPO)
+  proc.stdout.close()
+  try:
+    return proc.wait(timeout=240), proc.stderr.read()
+  finally:
+    proc.kill()
+
+
+@pytest.mark.parametrize("binary", ["strategies.train", "compat_v1.eval", "porting"])
+def test_help_into_a_closed_pipe_ends_quietly(binary):
+  # Before: `--help | head -3` could end in BrokenPipeError's traceback, status 1.
+  status, stderr = _reader_gone(binary, "--help")
+  assert (status, stderr) == (0, "")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [
+    ["porting", "compare", "--port=tests.dropout_adam_port:port",
+     "--batches=tests.dropout_adam_port:batches", "--replicas=1", "--steps=1"],
+    ["equivalence", "--num_gpus=1", "--steps=1", "--batch_size=2"]], ids=lambda c: c[0])
+def test_a_report_into_a_closed_pipe_still_ends_with_its_verdict(command):
+  # Before: the kit said "error: the kit failed: BrokenPipeError ...", status 2; equivalence
+  # ended in a traceback, status 1. The verdict (0: equal) is the status either way.
+  status, stderr = _reader_gone(*command)
+  assert status == 0 and "Error" not in stderr and "Traceback" not in stderr, stderr[-2000:]

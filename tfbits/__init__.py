@@ -10,6 +10,8 @@
   filesystems  whether TensorFlow has a filesystem for a path's URL scheme here
   quiet        TensorFlow's noise kept off every binary's screen (its import-time lines,
                the run-time notes of it doing what it should, deprecations of TF1 APIs)
+  process_end  a binary's process ended at its last line: its threads and atexit handlers,
+               then no interpreter finalization (the trainers' command line and the kit's)
   errors       OneLineError: what every binary shows as `error: <message>`, exit 2 (cifar10's
                UsageError and porting's PortError are both)
 

@@ -26,7 +26,7 @@ from absl import logging
 
 from cifar10.errors import UsageError
 from harness.command_line import flag_ranges
-from harness.command_line import process_end
+from tfbits import process_end
 from harness.control import progress
 from harness.control import run_log
 from tfbits import quiet

@@ -14,6 +14,7 @@ import sys
 import textwrap
 
 from cifar10 import settings
+from tfbits import process_end
 
 WIDTH = 80
 
@@ -65,5 +66,4 @@ def print_help(doc, fv, names, module=None, full=False):
   script = os.path.basename(sys.argv[0] or "")
   if module and script.startswith("cifar10-"):
     shown = shown.replace(f"python -m {module}", script)
-  sys.stdout.write(shown)
-  sys.stdout.flush()
+  process_end.write_out(shown)

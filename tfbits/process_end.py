@@ -10,8 +10,8 @@ processes beside it; the more the load, the longer the wait.
 
 So a binary waits for its own threads (as Python does), runs the atexit handlers (the stderr
 filter's end, absl's, TensorFlow's), flushes stdout and stderr, and ends with os._exit: no
-finalization. Only for `python -m` binaries: `cli.call` runs a binary inside a process that
-goes on.
+finalization. Only for `python -m` binaries (harness.command_line.cli's and the porting kit's
+command line): `cli.call` runs a binary inside a process that goes on.
 """
 
 import atexit
@@ -36,3 +36,18 @@ def end_process(status):
     except (OSError, ValueError):  # a reader gone, a stream closed: nothing left to say there
       pass
   os._exit(status)  # pylint: disable=protected-access
+
+
+def write_out(text):
+  """Writes `text` to stdout; False where its reader is gone (`--help | head -3`, a report
+  into `| head`), and from then on stdout goes nowhere: output nobody reads is no failure, and
+  the command ends with its own status (a verdict stays a verdict). Python ignores SIGPIPE, so
+  the write raised BrokenPipeError: a traceback, or the kit's "the kit failed" line."""
+  try:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return True
+  except BrokenPipeError:
+    # What is still buffered, and the flush at exit, would raise again.
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return False
