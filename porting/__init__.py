@@ -39,7 +39,9 @@
   layer_settings  the layers' (dropout rates, batch norm's epsilon, statistics and momentum,
               regularization), read from both sides' graphs; layer_mismatches compares them
               before a step runs
-  checkpoints tf1_to_tf2 / tf2_to_tf1: a port's checkpoints both ways, slots, moving
+  checkpoints tf1_to_tf2 / tf2_to_tf1 (to_tf1: the way back, and the program's variables
+              beyond the towers, carried from --tf1_checkpoint or said not held): a port's
+              checkpoints both ways, slots, moving
               averages and the global step (in the TF1 graph's dtype) included (adam_steps:
               TF1 Adam's step, kept in its beta powers; checkpoint_extras: the script's
               own variables, a learning rate variable carried both ways, the rest said)
@@ -75,7 +77,7 @@ import importlib
 # Loaded on first use (PEP 562), so that `python -m porting` parses its flags and answers a
 # bad one before TensorFlow is imported.
 _API = {"compare": "porting.check", "Report": "porting.compared",
-        "tf1_to_tf2": "porting.checkpoints", "tf2_to_tf1": "porting.checkpoints",
+        "tf1_to_tf2": "porting.checkpoints", "tf2_to_tf1": "porting.to_tf1",
         "replica_devices": "porting.devices", "PortError": "porting.errors",
         "gated_bias_add": "tfbits.gates", "replica_mean": "tfbits.gates",
         "TF1Adam": "porting.optimizers",

@@ -2,6 +2,7 @@
 
   porting.tf1_to_tf2(port, "/runs/tf1/model.ckpt-5000", "/runs/tf2/ckpt", example)
   porting.tf2_to_tf1(port, "/runs/tf2/ckpt-1", "/runs/tf1_again/model.ckpt", example)
+      (porting.to_tf1)
 
 TF1 -> TF2 reads a name-based checkpoint (the team's Saver's) and writes the object-based
 `tf.train.Checkpoint(model=..., optimizer=...)` of the TF2 model: its weights, the optimizer's
@@ -40,7 +41,7 @@ from porting import tf2_replicas
 from porting.errors import PortError
 
 
-class _Sides:
+class Sides:
   """Both sides of `port` on one device, their variables paired."""
 
   def __init__(self, port, example):
@@ -82,14 +83,14 @@ def load_tf1(path, towers, tf2, pairs, slots, notes=None):
   Returns the step."""
   step_name = towers.global_step.op.name
   names = [a for a, _ in pairs] + [s for s, _, _ in slots]
-  held = _held(path)
-  extras = _read_tf1(path, [n for n in checkpoint_extras.others(towers) if n in held])
-  values = _read_tf1(path, names + [step_name if step_name in held or not
+  held = held_tf1(path)
+  extras = read_tf1(path, [n for n in checkpoint_extras.others(towers) if n in held])
+  values = read_tf1(path, names + [step_name if step_name in held or not
                                     towers.beta_powers else "beta2_power"])
   if step_name not in values:  # an Adam run without a global step: the step is in beta2_power
     values[step_name] = _steps_of(values.pop("beta2_power"), towers.beta_powers["beta2_power"],
                                   path)
-  values.update(_read_tf1(path, [n for n in towers.beta_powers if n in held]))
+  values.update(read_tf1(path, [n for n in towers.beta_powers if n in held]))
   values.update(extras)
   towers.assign(values)  # for the rate of the checkpoint's step (its decay schedule)
   checkpoint_extras.to_tf2(extras, towers, tf2.optimizer, [] if notes is None else notes)
@@ -101,8 +102,8 @@ def load_tf1(path, towers, tf2, pairs, slots, notes=None):
     value = values[slot_name].astype(np.float32)
     slot.assign((factor(lr) * value if factor else value).astype(_dtype(slot)))
   tf2.optimizer.iterations.assign(int(values[step_name]))
-  kept = _non_slots(tf2.optimizer)  # porting.TF1Adam's beta powers: TF1's, as they are
-  for name, value in _read_tf1(path, list(kept)).items():
+  kept = non_slots(tf2.optimizer)  # porting.TF1Adam's beta powers: TF1's, as they are
+  for name, value in read_tf1(path, list(kept)).items():
     kept[name].assign(value.astype(np.float32))
   return int(values[step_name])
 
@@ -113,13 +114,13 @@ def averages_of(path, towers, pairs):
   the variable's own value (a shadow starts at its variable's value)."""
   if not towers.averages:
     return {}
-  held, paired = _held(path), {a for a, _ in pairs}
+  held, paired = held_tf1(path), {a for a, _ in pairs}
   shadows = {a: shadow.op.name for a, shadow in towers.averages.items() if a in paired}
-  values = _read_tf1(path, [shadows[a] if shadows[a] in held else a for a in shadows])
+  values = read_tf1(path, [shadows[a] if shadows[a] in held else a for a in shadows])
   return {a: values[shadows[a]] if shadows[a] in values else values[a] for a in shadows}
 
 
-def _read_tf1(path, names):
+def read_tf1(path, names):
   try:
     reader = tf.train.load_checkpoint(path)
   except (tf.errors.OpError, ValueError) as e:
@@ -144,7 +145,7 @@ def tf1_to_tf2(port, tf1_checkpoint, tf2_prefix, example, overwrite=False, notes
   """Writes `tf1_checkpoint`'s values as the TF2 model's object-based checkpoint at
   `tf2_prefix`; returns the path written. `notes`, a list, gets a line for the checkpoint's
   variables outside the model carried or not (checkpoint_extras)."""
-  sides = _Sides(port, example)
+  sides = Sides(port, example)
   try:
     tf2 = sides.tf2
     load_tf1(tf1_checkpoint, sides.towers, tf2, sides.pairs, sides.slots, notes)
@@ -152,76 +153,15 @@ def tf1_to_tf2(port, tf1_checkpoint, tf2_prefix, example, overwrite=False, notes
     to2 = dict(sides.pairs)
     tf2.assign_averages({to2[a]: v for a, v in averages_of(
         tf1_checkpoint, sides.towers, sides.pairs).items()})
-    checkpoint = _tf2_checkpoint(tf2)
+    checkpoint = tf2_checkpoint(tf2)
     # Read back before it replaces anything at tf2_prefix.
     return outputs.written(tf2_prefix, checkpoint.write, overwrite, check=lambda written: (
-        conversion_checks.read_back(checkpoint, written, _targets(sides))))
+        conversion_checks.read_back(checkpoint, written, targets(sides))))
   finally:
     sides.close()
 
 
-def tf2_to_tf1(port, tf2_checkpoint, tf1_prefix, example, overwrite=False,
-               tf1_checkpoint=None, notes=None):
-  """Writes the TF2 checkpoint `tf2_checkpoint` (`tf.train.Checkpoint(model=...,
-  optimizer=...)`) under TF1 names at `tf1_prefix`, for a tf.compat.v1.train.Saver; returns
-  the path written. TF1 variables the port has no counterpart of (variable_map to None:
-  Inception's loss averages) take their values from `tf1_checkpoint`, the run's own TF1
-  checkpoint; without it such a port is refused: their initial values are not the run's.
-  The script's own variables (a learning rate variable): checkpoint_extras, said in `notes`."""
-  sides = _Sides(port, example)
-  try:
-    towers, tf2 = sides.towers, sides.tf2
-    paired = {a for a, _ in sides.pairs}
-    alone = [a for a, _ in towers.variables() if a not in paired]
-    if alone and tf1_checkpoint is None:
-      raise PortError(f"the TF1 graph holds {', '.join(alone)}, which the port has no "
-                      "counterpart of (variable_map to None), so no TF2 checkpoint holds "
-                      "them: give the run's own TF1 checkpoint (tf1_checkpoint=, "
-                      "--tf1_checkpoint) to carry them over; their initial values are not "
-                      "the run's")
-    carried = _read_tf1(tf1_checkpoint, alone) if alone else {}
-    held = _held_tf2(tf2_checkpoint)
-    checkpoint = _tf2_checkpoint(tf2, with_averages="averages" in held)
-    try:
-      checkpoint.read(tf2_checkpoint).assert_existing_objects_matched()
-    except (tf.errors.OpError, ValueError, AssertionError) as e:
-      raise PortError(f"cannot restore the TF2 model from {tf2_checkpoint}: "
-                      f"{str(e).splitlines()[0][:300]}") from None
-    # Every variable converted must come from the checkpoint, not from its initializer.
-    conversion_checks.read_into(checkpoint, tf2_checkpoint, _targets(sides))
-    values2 = tf2.values()
-    values = {a: values2[b] for a, b in sides.pairs}
-    values.update(carried)
-    # The moving averages: the checkpoint's, or (a TF2 checkpoint without them) the weights,
-    # where an EMA starts; never the TF1 graph's initial values.
-    averages = tf2.average_values() if "averages" in held else {}
-    for a, b in sides.pairs:
-      if a in towers.averages:
-        values[towers.averages[a].op.name] = averages.get(b, values2[b])
-    held1 = _held(tf1_checkpoint) if tf1_checkpoint else set()
-    own = _read_tf1(tf1_checkpoint, [n for n in checkpoint_extras.others(towers)
-                                     if n in held1]) if held1 else {}
-    values.update(checkpoint_extras.to_tf1(towers, tf2.optimizer, own,
-                                           [] if notes is None else notes))
-    steps = int(tf2.optimizer.iterations.numpy())
-    values[towers.global_step.op.name] = steps
-    kept = _non_slots(tf2.optimizer)
-    for name, beta in towers.beta_powers.items():  # as TF1's Adam holds them after `steps`
-      values[name] = kept[name].numpy() if name in kept else _power(beta, steps)
-    towers.assign(values)
-    lr = np.float32(towers.rate())
-    for slot_name, slot, factor in sides.slots:
-      value = np.asarray(slot.numpy(), np.float32)
-      values[slot_name] = value / factor(lr) if factor else value
-    towers.assign(values)
-    return outputs.written(tf1_prefix, towers.save, overwrite, check=lambda written: (
-        conversion_checks.tf1_read_back(
-        tf.compat.v1.train.NewCheckpointReader(written), towers.values())))
-  finally:
-    sides.close()
-
-
-def _tf2_checkpoint(tf2, with_averages=True):
+def tf2_checkpoint(tf2, with_averages=True):
   """The TF2 side's object-based checkpoint: model, optimizer and, where the port keeps an
   EMA, its shadows as `averages` (a list in the order of the model's trainable variables)."""
   if tf2.ema is None or not with_averages:
@@ -230,7 +170,7 @@ def _tf2_checkpoint(tf2, with_averages=True):
                              averages=tf2.average_variables())
 
 
-def _held_tf2(path):
+def held_tf2(path):
   """The top-level names an object-based checkpoint holds ('model', 'optimizer', ...)."""
   try:
     names = tf.train.load_checkpoint(path).get_variable_to_shape_map()
@@ -239,7 +179,7 @@ def _held_tf2(path):
   return {name.split("/", 1)[0] for name in names}
 
 
-def _targets(sides):
+def targets(sides):
   """[(name, TF2 variable)] a conversion writes or reads: the paired model variables, the
   slots, the step and a porting.optimizers optimizer's non-slots."""
   tf2 = sides.tf2
@@ -250,19 +190,19 @@ def _targets(sides):
   if tf2.ema is not None:
     out += [(f"{tf2_replicas.variable_name(v)} (moving average)", shadow)
             for v, shadow in zip(tf2.averaged, tf2.average_variables())]
-  return out + [(f"optimizer.{n}", v) for n, v in _non_slots(tf2.optimizer).items()]
+  return out + [(f"optimizer.{n}", v) for n, v in non_slots(tf2.optimizer).items()]
 
 
-def _non_slots(optimizer):
+def non_slots(optimizer):
   """{TF1 name: variable} a porting.optimizers optimizer keeps as TF1 does; {} for Keras's."""
   return dict(getattr(optimizer, "tf1_non_slots", dict)())
 
 
-def _held(path):
+def held_tf1(path):
   try:
     return set(tf.train.load_checkpoint(path).get_variable_to_shape_map())
   except (tf.errors.OpError, ValueError):
-    return set()  # _read_tf1 says why, in one line
+    return set()  # read_tf1 says why, in one line
 
 
 def _dtype(variable):

@@ -118,7 +118,7 @@ def test_an_adam_run_without_a_global_step_starts_both_sides_at_its_beta_powers(
   adam._tf1_run(data, save=prefix)  # pylint: disable=protected-access  # 3 steps, no global step
   port = m.port(tf1_optimizer=lambda step: adam._adam(),  # pylint: disable=protected-access
                 tf2_optimizer=lambda: TF1Adam(0.01, epsilon=1e-7))
-  sides = checkpoints._Sides(port, data[0])  # pylint: disable=protected-access
+  sides = checkpoints.Sides(port, data[0])  # pylint: disable=protected-access
   try:
     step = checkpoints.load_tf1(prefix, sides.towers, sides.tf2, sides.pairs, sides.slots)
     saved = tf.train.load_checkpoint(prefix)
