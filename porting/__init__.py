@@ -33,12 +33,14 @@
   parting     where the bits first part when no cause fits: the step; the first layer whose
               output parts from the same input (both sides' layers probed from step 0's
               weights: layer_probes); the first gradient from the loss down, the tensors
-              used k times there
+              used k times there (layer_structure: the towers' layers from the loss down,
+              read once from tower 0's forward ops)
   hyperparameters  the two optimizers' settings, compared before a step runs (ema_settings:
               the two EMAs', what each averages, its decay and num_updates)
   layer_settings  the layers' (dropout rates, batch norm's epsilon, statistics and momentum,
               regularization), read from both sides' graphs; layer_mismatches compares them
-              before a step runs
+              before a step runs; graph_walks: what an op depends on, a tower's forward ops,
+              the towers whose assigns a train op runs
   checkpoints tf1_to_tf2 / tf2_to_tf1 (to_tf1: the way back, and the program's variables
               beyond the towers, carried from --tf1_checkpoint or said not held): a port's
               checkpoints both ways, slots, moving

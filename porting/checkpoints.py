@@ -31,7 +31,6 @@ import tensorflow as tf
 
 from porting import checkpoint_extras
 from porting import conversion_checks
-from porting.adam_steps import power as _power
 from porting.adam_steps import steps_of as _steps_of
 from porting import matching
 from porting import outputs

@@ -12,7 +12,7 @@ probe counts only where it gives the step's own losses on both sides.
 import numpy as np
 import tensorflow as tf
 
-from porting import layer_settings
+from porting import graph_walks
 from porting import random_ops
 from porting import spec
 from porting.keras_variables import numpy_of as _numpy
@@ -92,7 +92,7 @@ def tf2_probe(replicas, images, labels):
       if tf.get_static_value(ctx.replica_id_in_sync_group) == 0:  # replica 0's own ops
         captured = {id(inner): handles.get(id(outer)) for outer, inner in graph.captures}
         ops = [op for op in graph.get_operations()[before:]
-               if layer_settings.forward(op, lambda name: name.startswith("replica_"))]
+               if graph_walks.forward(op, lambda name: name.startswith("replica_"))]
         found.update(probes(ops, lambda t: captured.get(id(t)), names))
       return loss
 

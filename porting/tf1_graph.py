@@ -9,7 +9,7 @@ import inspect
 
 import tensorflow as tf
 
-from porting import layer_settings
+from porting import graph_walks
 from porting import random_ops
 from porting import spec
 from porting import tf1_layers
@@ -76,7 +76,7 @@ def regularized_towers(losses, regularization):
   hold other ops of the same regularizers than the one read after."""
   terms = {t.op.name for t in regularization}
   return [i for i, loss in enumerate(losses) if any(
-      name in terms or "/Regularizer/" in name for name in layer_settings.reached([loss.op]))]
+      name in terms or "/Regularizer/" in name for name in graph_walks.reached([loss.op]))]
 
 
 def _tower(port, takes_scope, scope, images, labels):

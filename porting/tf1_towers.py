@@ -12,9 +12,10 @@ import tensorflow as tf
 
 from porting import checkpoint_extras
 from porting import ema_settings
+from porting import graph_walks
 from porting import layer_settings
 from porting import layer_probes
-from porting import parting
+from porting import layer_structure
 from porting import random_ops
 from porting import tf1_graph
 from porting import tf1_update
@@ -35,7 +36,6 @@ class Towers:
 
   def __init__(self, port, devices, example, session_config):
     self.graph = tf.Graph()
-    n = len(devices)
     with self.graph.as_default():
       # A graph-level seed: an initializer or draw the team left unseeded (the tutorial's
       # truncated_normal_initializer(stddev=...)) then draws the same numbers in every run, so
@@ -93,7 +93,7 @@ class Towers:
           self.train_op = ema.apply(averaged)
       self.averages = {_name(v): ema.average(v) for v in averaged} if ema else {}
       if source is not None:  # a draw the step never runs is not one of its draws
-        source.keep_reached(layer_settings.reached(
+        source.keep_reached(graph_walks.reached(
             [self.train_op] + [t.op for t in tf.nest.flatten([self.losses, self.outputs])
                                if tf.is_tensor(t)]))
       self.draw_feed = source.feed if source is not None else {}
@@ -115,13 +115,13 @@ class Towers:
         for v, g in zip(variables, tf.gradients(tf.add_n(regularization), variables)):
           if g is not None:
             self.regularization[_name(v)] = g
-      towers, in_place = layer_settings.tower_updates(self.graph, self.train_op)
+      towers, in_place = graph_walks.tower_updates(self.graph, self.train_op)
       self.facts = {"update_ops": combination.update_ops, "ema_order": port.ema_order,
                     "combination": combination.record(),
                     "regularized_towers": (tf1_graph.regularized_towers(
                         self.losses, regularization) if regularization else None),
                     "update_towers": towers, "in_place_updates": in_place,
-                    "structure": parting.structure(
+                    "structure": layer_structure.structure(
                         self.graph, {_name(v) for _, v in grads}),
                     "random_ops": port.random_ops,
                     "random_draws": source.drawn if source is not None else {},
@@ -134,7 +134,7 @@ class Towers:
       # passes part (probe).
       self.probes = layer_probes.probes(
           [op for op in self.graph.get_operations()
-           if layer_settings.forward(op, lambda name: not name.startswith("tower_0/"))],
+           if graph_walks.forward(op, lambda name: not name.startswith("tower_0/"))],
           lambda t: t.op.name if t.op.type in VARIABLE_OPS else None, set(self.trainable))
       # Assignments made now: the graph is finalized before the Session runs.
       self.all_variables = v1.global_variables()  # model, slots, global step
@@ -161,17 +161,17 @@ class Towers:
     regularization's gradients at the current weights (None: no REGULARIZATION_LOSSES)."""
     names = {_name(v) for v in self.model_variables}
     trainable = set(self.trainable)
-    runs = layer_settings.reached([self.train_op])
+    runs = graph_walks.reached([self.train_op])
     ops = self.graph.get_operations()
     # The layers as tower 0 builds them, those the step runs (not a copy it never reaches:
     # tf.keras 1.15's Sequential built with an input_shape makes one); the moving averages
     # from whichever towers' updates the train op runs (what it reaches decides).
     found = layer_settings.read(
         [op for op in ops if op.name in runs and
-         layer_settings.forward(op, lambda name: not name.startswith("tower_0/"))],
+         graph_walks.forward(op, lambda name: not name.startswith("tower_0/"))],
         lambda t: t.op.name if t.op.type in VARIABLE_OPS and t.op.name in names else None,
         names - trainable, lambda op: op.name in runs,
-        updates=[op for op in ops if layer_settings.forward(op, lambda name: False)])
+        updates=[op for op in ops if graph_walks.forward(op, lambda name: False)])
     found.regularization = self.sess.run(self.regularization) if self.regularization else None
     return found
 

@@ -13,6 +13,7 @@ import contextlib
 
 import tensorflow as tf
 
+from porting import graph_walks
 from porting import layer_settings
 from porting import random_ops
 from porting import spec
@@ -201,7 +202,7 @@ class Replicas:
     statistics = {variable_name(v) for v in self.all if not v.trainable}
     found = layer_settings.read(
         [op for op in graph.get_operations()
-         if layer_settings.forward(op, lambda name: name.startswith("replica_"))],
+         if graph_walks.forward(op, lambda name: name.startswith("replica_"))],
         lambda t: captured.get(id(t)), statistics)
     regularized = {}
     for v in self.trainable:

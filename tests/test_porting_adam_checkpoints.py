@@ -76,10 +76,10 @@ def test_an_adam_run_without_a_global_step_round_trips_to_its_next_step(tmp_path
 
 
 def test_the_step_is_read_from_beta2_power_exactly_or_refused_in_one_line():
-  from porting import checkpoints  # pylint: disable=g-import-not-at-top
+  from porting import adam_steps  # pylint: disable=g-import-not-at-top
   for steps in (0, 1, 7, 3000):  # float32 products, not beta ** t: exact at every step
-    assert checkpoints._steps_of(checkpoints._power(0.999, steps), 0.999, "x") == steps  # pylint: disable=protected-access
+    assert adam_steps.steps_of(adam_steps.power(0.999, steps), 0.999, "x") == steps
   with pytest.raises(porting.PortError, match=r"the TF1 checkpoint x has no global step, and "
                      r"its beta2_power 0\.5 is no power that AdamOptimizer\(beta2=0\.999\)"):
-    checkpoints._steps_of(np.float32(0.5), 0.999, "x")  # pylint: disable=protected-access
+    adam_steps.steps_of(np.float32(0.5), 0.999, "x")
 
