@@ -18,7 +18,9 @@
               it, their gradients combined, the script's tf1_gradients, the optimizer's rate)
   tf2_replicas the TF2 side: MirroredStrategy, a tape per replica, a Keras optimizer
               (keras_variables: its variables and slots by name)
-  matching    TF1 variable names to TF2 variables (name, shape, creation order, a map)
+  matching    TF1 variable names to TF2 variables (the names the code gave, the order of use,
+              creation order, shapes, a map; structure: pairing by the order each forward
+              pass reads its variables, use_order, and names Keras or tf.layers numbered)
   trace       what one side did in each step (losses, outputs, gradients, weights, slots)
   report      the rows and the text
   screen      the report in at most 100 columns, the verdict and the causes first (what

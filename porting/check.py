@@ -26,6 +26,7 @@ from porting import spec
 from porting import stepping
 from porting import tf1_towers
 from porting import tf2_replicas
+from porting import use_order
 
 
 def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_from=None,
@@ -76,7 +77,9 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
     raise PortError(f"the optimizers' hyper-parameters differ: {'; '.join(differ)}; set them "
                     "alike in tf2_optimizer (or tf1_optimizer) before comparing")
   try:
-    pairs = matching.match(towers.variables(), tf2.variables(), port.variable_map)
+    pairing = []  # what the pairing could not read from names: said in the report
+    pairs = matching.match(towers.variables(), tf2.variables(), port.variable_map,
+                           use_order.of_sides(towers, tf2, first), pairing)
     if record is not None:  # the TF2 side starts where the recorded towers started
       recorded_start = towers.start()
       start = {b: recorded_start[a] for a, b in pairs}
@@ -130,7 +133,7 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
                            port.gradient_reduction, onednn=where.onednn,
                            combination=combination)
   return Report(pairs, table, trace1, trace2, tolerance, hints, replicas, where,
-                [line for line in unread if line])
+                [line for line in unread if line], pairing)
 
 
 def towers_combination(port, trace1):

@@ -37,6 +37,7 @@ from porting import outputs
 from porting import report
 from porting import tf1_towers
 from porting import tf2_replicas
+from porting import use_order
 from porting.errors import PortError
 
 
@@ -48,7 +49,8 @@ class Sides:
     self.towers = tf1_towers.Towers(port, ["/cpu:0"], example,
                                     tf.compat.v1.ConfigProto(allow_soft_placement=True))
     self.pairs = matching.match(self.towers.variables(), self.tf2.variables(),
-                                port.variable_map)
+                                port.variable_map,
+                                use_order.of_sides(self.towers, self.tf2, example))
     self.slots = slot_pairs(self.towers, self.tf2, self.pairs)
 
   def close(self):

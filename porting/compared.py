@@ -16,7 +16,8 @@ class Report:
   """pairs: [(TF1 name, TF2 name)]; rows: every report.Row; tf1, tf2: the two Traces;
   hints: the known causes that fit the numbers; equal: every row within `tolerance`;
   machine: the tfbits.machine.Machine it ran on (bits are its kernels'); unread: what the
-  kit could not read on a side and so did not compare before the steps (the numbers did)."""
+  kit could not read on a side and so did not compare before the steps (the numbers did);
+  pairing: how variables were paired where their names did not say (porting.structure)."""
   pairs: list
   rows: list
   tf1: object
@@ -26,6 +27,7 @@ class Report:
   replicas: int
   machine: object = None
   unread: list = dataclasses.field(default_factory=list)
+  pairing: list = dataclasses.field(default_factory=list)
 
   @property
   def equal(self):
@@ -77,6 +79,7 @@ class Report:
     if "recorded" in self.tf1.facts:
       notes.append(f"TF1 side recorded on: {self.tf1.facts['recorded']}")
     notes += [f"not compared: {line}" for line in self.unread]
+    notes += [f"pairing: {line}" for line in self.pairing]
     apart = self.tf2.facts.get("replicas_apart", {})
     if apart:
       names = ", ".join(f"{n} (up to {d:.3g})" for n, d in list(apart.items())[:3])

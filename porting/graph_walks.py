@@ -1,5 +1,6 @@
-"""Walks of a TF1 graph the kit reads the towers by: what an op depends on, which ops are a
-tower's forward pass, which towers' assigns a train op runs."""
+"""Walks of the graphs the kit reads the two sides by: what an op depends on, which ops are a
+tower's (a replica's) forward pass, which towers' assigns a train op runs, the order a
+forward pass first reads its variables in."""
 
 import tensorflow as tf
 
@@ -40,3 +41,19 @@ def tower_updates(graph, train_op):
                     for u in graph.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)])
   return (sorted({int(op.name.split("/")[0][len("tower_"):]) for op in assigns}),
           any(op.name not in listed for op in assigns))
+
+
+def first_reads(ops, variable_of):
+  """The variables `ops` (a forward pass, in graph order: the order its code ran) read, in
+  the order they are first read; `variable_of(tensor)`: the name of the variable whose
+  handle (or ref) the tensor is, or None. Reads through Identity, ReadVariableOp and Cast."""
+  order = []
+  for op in ops:
+    for tensor in op.inputs:
+      while variable_of(tensor) is None and tensor.op.type in (
+          "Identity", "ReadVariableOp", "Cast") and tensor.op.inputs:
+        tensor = tensor.op.inputs[0]
+      name = variable_of(tensor)
+      if name is not None and name not in order:
+        order.append(name)
+  return order

@@ -21,6 +21,7 @@ comparison would pass a port that lost a variable.
 
 import numpy as np
 
+from porting import structure
 from porting.errors import PortError
 
 
@@ -34,8 +35,14 @@ def _suffixes(name):
   return ["/".join(parts[i:]) for i in range(len(parts))]
 
 
-def match(tf1, tf2, explicit=None):
-  """[(tf1 name, tf2 name)] in TF1 creation order; PortError if any variable is left."""
+def match(tf1, tf2, explicit=None, use=None, notes=None):
+  """[(tf1 name, tf2 name)] in TF1 creation order; PortError if any variable is left.
+
+  use: (TF1 names, TF2 names) in the order each side's forward pass first reads them
+  (porting.use_order), or None (a record: no graph). With it, names Keras or tf.layers
+  numbered themselves pair no variable (structure.auto_numbered), and what is left pairs in
+  the order of use before the order of creation. `notes`, a list, gets a line where the two
+  orders pair otherwise, or where variables of one shape paired by creation order alone."""
   tf1_shapes = {_name(n): tuple(s) for n, s in tf1}
   tf2_shapes = {_name(n): tuple(s) for n, s in tf2}
   if len(tf2_shapes) < len(tf2):  # a dict of them would keep one: said, not collapsed
@@ -58,11 +65,12 @@ def match(tf1, tf2, explicit=None):
       raise PortError(f"the variable map names {', '.join(missing)}, which the port does not "
                       "create")
     pairs[a] = b
-  _by_name(tf1_shapes, tf2_shapes, pairs)
+  _by_name(tf1_shapes, tf2_shapes, pairs, numbered_too=use is None)
   left1 = [n for n in tf1_shapes if n not in pairs]
   taken = set(pairs.values())
   left2 = [n for n in tf2_shapes if n not in taken]
-  ordered = _in_order(left1, left2, tf1_shapes, tf2_shapes)
+  ordered = structure.ordered(left1, left2, tf1_shapes, tf2_shapes, use, _in_order,
+                              [] if notes is None else notes)
   if ordered is not None:
     pairs.update(ordered)
     left1 = left2 = []
@@ -132,13 +140,16 @@ def _in_order(left1, left2, tf1_shapes, tf2_shapes):
   return {a: b for key, names in groups1.items() for a, b in zip(names, groups2[key])}
 
 
-def _by_name(tf1_shapes, tf2_shapes, pairs):
-  """Pairs by the longest name ending both sides share uniquely, with the same shape."""
+def _by_name(tf1_shapes, tf2_shapes, pairs, numbered_too=True):
+  """Pairs by the longest name ending both sides share uniquely, with the same shape; not by
+  an ending that holds a layer name numbered by Keras or tf.layers unless `numbered_too`."""
   taken = set(pairs.values())
   for a in tf1_shapes:
     if a in pairs:
       continue
     for suffix in _suffixes(a)[:-1] or _suffixes(a):  # never by the last part alone
+      if not numbered_too and structure.auto_numbered(suffix):
+        continue
       found = [b for b in tf2_shapes if b not in taken and suffix in _suffixes(b)]
       owners = [n for n in tf1_shapes if n not in pairs and suffix in _suffixes(n)]
       if len(found) == 1 and len(owners) == 1 and tf2_shapes[found[0]] == tf1_shapes[a]:

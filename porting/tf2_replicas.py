@@ -192,18 +192,22 @@ class Replicas:
         raise
       raise PortError(self.error) from None
 
-  def settings(self, example):
-    """Replica 0's layer settings (layer_settings) in the step traced for the global batch
-    `example`, before it runs; the regularizers' gradients at the current weights."""
+  def forward_reads(self, example):
+    """(replica 0's forward ops in the step traced for the global batch `example`, in graph
+    order; tensor -> the name of the variable it is the handle of, or None)."""
     graph = self._traced(_arguments(example, self.steps_run))
     handles = self.handles()
     captured = {id(internal): handles.get(id(external)) for external, internal in
                 graph.captures}
+    return ([op for op in graph.get_operations()
+             if graph_walks.forward(op, lambda name: name.startswith("replica_"))],
+            lambda t: captured.get(id(t)))
+
+  def settings(self, example):
+    """Replica 0's layer settings (layer_settings) in the step traced for the global batch
+    `example`, before it runs; the regularizers' gradients at the current weights."""
     statistics = {variable_name(v) for v in self.all if not v.trainable}
-    found = layer_settings.read(
-        [op for op in graph.get_operations()
-         if graph_walks.forward(op, lambda name: name.startswith("replica_"))],
-        lambda t: captured.get(id(t)), statistics)
+    found = layer_settings.read(*self.forward_reads(example), statistics)
     regularized = {}
     for v in self.trainable:
       regularizer = getattr(v, "regularizer", None)
