@@ -89,7 +89,8 @@ class CifarNet(keras.Model):
 def replica_loss(model, images, labels, global_batch_size, placement="first_replica"):
   """The replica's share of the global batch's mean; the regularization where `placement`
   says: "first_replica" (model_deploy's first clone), "every_replica" (1/N of it on each:
-  tf.nn.scale_regularization_loss, TF2's idiom) or "none"."""
+  tf.nn.scale_regularization_loss, TF2's idiom), "whole_on_every_replica" (a fault: all of
+  it on each) or "none"."""
   logits = model(images, training=True)
   per_example = tf.nn.softmax_cross_entropy_with_logits(labels=tf.one_hot(labels, CLASSES),
                                                         logits=logits)
@@ -98,7 +99,7 @@ def replica_loss(model, images, labels, global_batch_size, placement="first_repl
   first = tf.get_static_value(ctx.replica_id_in_sync_group) == 0
   if placement == "every_replica":
     loss = tf.add_n([loss, tf.nn.scale_regularization_loss(tf.add_n(model.regularization()))])
-  elif placement == "first_replica" and first:
+  elif placement == "whole_on_every_replica" or (placement == "first_replica" and first):
     loss = tf.add_n([loss, tf.add_n(model.regularization())])
   return loss, logits
 

@@ -78,6 +78,21 @@ def test_the_regularization_on_other_replicas_is_named_whatever_tower_0_holds():
   assert not any(r.kind == "gradient" and r.diff.max_rel > 1e-5 for r in report.rows)
 
 
+def test_the_whole_regularization_on_every_replica_is_the_ports_count_not_the_scripts():
+  """A port adding all of R on each replica against model_deploy's first clone. Before (a
+  team's LeNet port, found by trying it): a first cause told the team the TF1 towers after the
+  first count their losses otherwise and 'the TF1 code differs by tower, not the port': the
+  script's own combination, which the kit runs, blamed."""
+  report = porting.compare(
+      m.port(replica_loss=functools.partial(m.replica_loss, placement="whole_on_every_replica")),
+      m.batches(2), replicas=2, steps=1)
+  [line] = _causes(report)
+  assert line.startswith("  cause: the regularization is counted 2 times"), line
+  assert "TF1 adds it to tower 0's loss only (model_deploy)" in line, line
+  assert "on replica 0 only" in line
+  assert "not the port" not in line
+
+
 def test_a_factor_in_tf1_gradients_is_said_not_blamed_on_the_port():
   """The clone loss written into tower_loss and the sum restored by tf1_gradients x N (how a
   team wrote model_deploy before the kit knew it): the weights are the same bits, and the kit

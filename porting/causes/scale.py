@@ -113,6 +113,13 @@ def regularization(obs):
     return ((flat(obs.first2.gradients[obs.to2[k]]) - flat(obs.first1.gradients[k]),
              factor * flat(reg[k])) for k in regularized)
   if n > 1 and _close(delta_against(n - 1)):
+    if obs.combination is not None and obs.combination.regularization == "first_tower":
+      return [f"the regularization is counted {n} times: each replica adds the whole "
+              "regularization loss, where TF1 adds it to tower 0's loss only "
+              f"({obs.combination.name}): add it as the script does, on replica 0 only "
+              "(where tf.distribute.get_replica_context().replica_id_in_sync_group == 0), "
+              "or 1/N of it on each (tf.nn.scale_regularization_loss: the same update, the "
+              "loss rows then apart by the shares)"]
     return [f"the regularization is counted {n} times: each replica adds the whole "
             "regularization loss (add tf.nn.scale_regularization_loss(...) of it, 1/N on "
             f"each replica), or the port adds it {n} times (model.losses twice)"]

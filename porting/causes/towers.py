@@ -15,6 +15,11 @@ def later_towers(obs):
   earlier towers' losses counted again)."""
   if obs.n < 2:
     return []
+  if obs.combination is not None and obs.combination.regularization == "first_tower":
+    # The script adds the collection to tower 0's loss alone (model_deploy), and the kit runs
+    # that arithmetic: later towers without it are the script as written, never its fault
+    # (causes.scale.regularization and causes.combination name the port's placement).
+    return []
   l1, l2 = obs.first1.losses, obs.first2.losses
   if len(l1) != obs.n or len(l2) != obs.n:
     return []
