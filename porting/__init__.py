@@ -18,6 +18,8 @@
               it, their gradients combined, the script's tf1_gradients, the optimizer's rate)
   tf2_replicas the TF2 side: MirroredStrategy, a tape per replica, a Keras optimizer
               (keras_variables: its variables and slots by name)
+  loss_scales float16 ports: TF1's MixedPrecisionLossScaleOptimizer against Keras's
+              LossScaleOptimizer, unwrapped, compared, the gradients unscaled
   matching    TF1 variable names to TF2 variables (the names the code gave, the order of use,
               creation order, shapes, a map; structure: pairing by the order each forward
               pass reads its variables, use_order, and names Keras or tf.layers numbered)

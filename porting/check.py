@@ -20,6 +20,7 @@ from porting import hyperparameters
 from porting import layer_mismatches
 from porting import layer_probes
 from tfbits import machine
+from porting import loss_scales
 from porting import matching
 from porting import record as tf1_record
 from porting import spec
@@ -63,8 +64,9 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
   first = spec.checked_batch(batch(0), 0, replicas)
   towers = recorded if record is not None else tf1_towers.Towers(
       port, devices, first, replica_devices.session_config(devices))
-  differ = hyperparameters.mismatches(towers.optimizer, tf2.optimizer)
-  unread = [hyperparameters.unread(towers.optimizer, tf2.optimizer)]
+  inner2 = loss_scales.tf2_inner(tf2.optimizer)  # the wrapped optimizer, under a loss scale
+  differ = hyperparameters.mismatches(towers.optimizer, inner2)
+  unread = [hyperparameters.unread(towers.optimizer, inner2)]
   if port.tf1_gradients is not None:  # TF1's clipping is there, in code the kit cannot read
     clips = [d for d in differ if d.startswith(hyperparameters.CLIPPING)]
     differ = [d for d in differ if d not in clips]
@@ -76,6 +78,11 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
     towers.close()
     raise PortError(f"the optimizers' hyper-parameters differ: {'; '.join(differ)}; set them "
                     "alike in tf2_optimizer (or tf1_optimizer) before comparing")
+  scales = getattr(towers, "scaled_optimizer", None)  # a record keeps no loss scale
+  if scales is not None and loss_scales.mismatch(scales, tf2.optimizer):
+    towers.close()
+    raise PortError(loss_scales.mismatch(scales, tf2.optimizer))
+  scaled = None if scales is None else loss_scales.note(scales)
   try:
     pairing = []  # what the pairing could not read from names: said in the report
     pairs = matching.match(towers.variables(), tf2.variables(), port.variable_map,
@@ -107,7 +114,7 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
     trace1, trace2 = towers.trace(), tf2.trace()
     # Both sides ran under these (replica_devices.session_config hands them to the Session).
     trace1.facts["graph_rewrites"] = tf.config.optimizer.get_experimental_options()
-    optimizers = (towers.optimizer_class, type(tf2.optimizer).__name__)
+    optimizers = (towers.optimizer_class, type(inner2).__name__)
     combination = towers_combination(port, trace1)
     sides = stepping.Sides(towers, tf2, pairs, trace1, trace2)
     table, start = stepping.run(
@@ -119,6 +126,8 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
         parted=lambda rows: record is None and any(
             r.kind in ("loss", "outputs") and not r.diff.within(tolerance) for r in rows))
     trace2.facts.update(tf2.facts())
+    if scaled:
+      trace2.facts["loss_scale"] = scaled
     trace2.facts["replicas_apart"] = tf2.apart()
     if start is not None:
       layer_probes.probe_both(towers, tf2, pairs, start, first, trace1, trace2)
@@ -149,7 +158,9 @@ def _beside(towers):
   compares; None where there are none (a record holds only what the kit reads)."""
   if not hasattr(towers, "all_variables"):
     return None
+  scale = loss_scales.tf1_state(towers.scaled_optimizer)  # said in the loss scale's line
   names = [n for n in checkpoint_extras.others(towers) if n != towers.rate_variable and
+           n not in scale and
            not n.endswith("seed_generator_state")]  # Keras 3's dropout stream: the kit draws
   if not names:
     return None

@@ -80,6 +80,8 @@ class Report:
       notes.append(f"TF1 side recorded on: {self.tf1.facts['recorded']}")
     notes += [f"not compared: {line}" for line in self.unread]
     notes += [f"pairing: {line}" for line in self.pairing]
+    if "loss_scale" in self.tf2.facts:
+      notes.append(self.tf2.facts["loss_scale"])
     apart = self.tf2.facts.get("replicas_apart", {})
     if apart:
       names = ", ".join(f"{n} (up to {d:.3g})" for n, d in list(apart.items())[:3])

@@ -16,6 +16,7 @@ from porting import graph_walks
 from porting import layer_settings
 from porting import layer_probes
 from porting import layer_structure
+from porting import loss_scales
 from porting import random_ops
 from porting import tf1_graph
 from porting import tf1_update
@@ -55,9 +56,11 @@ class Towers:
                 else None)
       self.global_step = global_step = (port.tf1_global_step() if port.tf1_global_step
                                         else v1.train.get_or_create_global_step())
-      self.optimizer = optimizer = port.tf1_optimizer(global_step)
-      self.optimizer_class = type(optimizer).__name__
-      self.rate_variable = checkpoint_extras.rate_variable(optimizer)
+      optimizer = port.tf1_optimizer(global_step)  # it runs the step, a loss scale's too
+      self.scaled_optimizer = optimizer
+      self.optimizer = inner = loss_scales.tf1_inner(optimizer)  # what the kit reads
+      self.optimizer_class = type(inner).__name__
+      self.rate_variable = checkpoint_extras.rate_variable(inner)
       before = set(v1.global_variables())
       combination = self.combination = port.combination
       built = tf1_graph.build(port, combination, devices, images, labels, source, optimizer)
@@ -73,7 +76,7 @@ class Towers:
                         "tf.compat.v1.get_variable or tf.compat.v1.layers)")
       grads = tf1_update.combine(combination, built.tower_grads)
       self.gradients = {_name(v): g for g, v in grads}
-      self.learning_rate = tf1_update.rate(optimizer)
+      self.learning_rate = tf1_update.rate(inner)
       trainable = [v for _, v in grads]
       ema = port.tf1_ema(global_step) if port.tf1_ema else None
       # What the EMA averages: the trainable variables, or what tf1_ema_variables says
@@ -97,17 +100,17 @@ class Towers:
             [self.train_op] + [t.op for t in tf.nest.flatten([self.losses, self.outputs])
                                if tf.is_tensor(t)]))
       self.draw_feed = source.feed if source is not None else {}
-      self.slots = {(_name(v), kind): optimizer.get_slot(v, kind)
-                    for _, v in grads for kind in optimizer.get_slot_names()
-                    if optimizer.get_slot(v, kind) is not None}
+      self.slots = {(_name(v), kind): inner.get_slot(v, kind)
+                    for _, v in grads for kind in inner.get_slot_names()
+                    if inner.get_slot(v, kind) is not None}
       self.trainable = [_name(v) for _, v in grads]
       # AdamOptimizer's non-slot step-keepers: {TF1 name: beta} (checkpoints convert them).
       self.beta_powers = {}
-      if hasattr(optimizer, "_get_beta_accumulators") and isinstance(
-          getattr(optimizer, "_beta1", None), float):
-        beta1_power, beta2_power = optimizer._get_beta_accumulators()  # pylint: disable=protected-access
-        self.beta_powers = {_name(beta1_power): optimizer._beta1,  # pylint: disable=protected-access
-                            _name(beta2_power): optimizer._beta2}  # pylint: disable=protected-access
+      if hasattr(inner, "_get_beta_accumulators") and isinstance(
+          getattr(inner, "_beta1", None), float):
+        beta1_power, beta2_power = inner._get_beta_accumulators()  # pylint: disable=protected-access
+        self.beta_powers = {_name(beta1_power): inner._beta1,  # pylint: disable=protected-access
+                            _name(beta2_power): inner._beta2}  # pylint: disable=protected-access
       self.regularization = {}
       self.regularization_loss = tf.add_n(regularization) if regularization else None
       if regularization:

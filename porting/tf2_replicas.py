@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from porting import graph_walks
 from porting import layer_settings
+from porting import loss_scales
 from porting import random_ops
 from porting import spec
 from tfbits.gates import replica_mean
@@ -63,7 +64,8 @@ class Replicas:
                        else self.trainable)
       if self.ema is not None:
         self.ema.apply(self._tf_averaged())
-    self.slots = slot_variables(self.optimizer, self.trainable)
+    self.scaled = loss_scales.tf2(self.optimizer) is not None
+    self.slots = slot_variables(loss_scales.tf2_inner(self.optimizer), self.trainable)
     self.names = [variable_name(v) for v in self.trainable]
     self._step = tf.function(self._distributed_step)
     self.steps_run = 0
@@ -135,7 +137,10 @@ class Replicas:
       with tf.GradientTape() as tape:
         loss, outputs = spec.loss_and_outputs(
             self.port.replica_loss(self.model, x, y, global_batch), self.output_parts)
-      grads = tape.gradient(loss, self.trainable)
+        # A LossScaleOptimizer's scale (as Keras's fit applies it; its apply_gradients
+        # divides by it again); other Keras optimizers return the loss as it is.
+        scaled = self.optimizer.scale_loss(loss) if self.scaled else loss
+      grads = tape.gradient(scaled, self.trainable)
       if any(g is None for g in grads):
         missing = [n for n, g in zip(self.names, grads) if g is None]
         # Kept as said: AutoGraph re-raises an error from a trace wrapped in its own
@@ -156,6 +161,9 @@ class Replicas:
         reduced = [tf.convert_to_tensor(g) for g in
                    ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)]
       lr = tf.identity(self.optimizer.learning_rate)  # before the update moves the step
+      if self.scaled:  # the gradients reported as TF1's compute_gradients returns them
+        scale = tf.identity(self.optimizer.dynamic_scale)  # before the update moves it
+        reduced = [r / scale for r in reduced]
       self.optimizer.apply_gradients(zip(grads, self.trainable))
       return loss, outputs, reduced, lr
 
