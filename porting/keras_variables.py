@@ -3,6 +3,7 @@ model's variables in creation order, a Keras optimizer's slots by the variable t
 to, and the tf.Variable behind a Keras variable."""
 
 import numpy as np
+import tensorflow as tf
 
 from porting.errors import PortError
 
@@ -48,3 +49,28 @@ def tf_variable(variable):
   """A Keras variable's tf.Variable (its `value`); a tf.Variable itself (whose `value` is a
   method)."""
   return variable.value if hasattr(variable, "path") else variable
+
+
+def handles_of(variables):
+  """{id(a variable handle): the variable's name}, a mirrored variable's components too."""
+  handles = {}
+  for v in variables:
+    inner = tf_variable(v)
+    for component in getattr(inner, "values", (inner,)):
+      handles[id(component.handle)] = variable_name(v)
+  return handles
+
+
+def regularizer_gradients(trainable):
+  """{name: the gradient of its regularizer at its current value} of the variables that
+  carry one (a Keras layer's kernel_regularizer): what the TF2 side's regularization adds."""
+  out = {}
+  for v in trainable:
+    regularizer = getattr(v, "regularizer", None)
+    if regularizer is not None:
+      weights = tf.constant(numpy_of(v))
+      with tf.GradientTape() as tape:
+        tape.watch(weights)
+        penalty = regularizer(weights)
+      out[variable_name(v)] = numpy_of(tape.gradient(penalty, weights))
+  return out

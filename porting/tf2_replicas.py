@@ -23,7 +23,9 @@ from porting.errors import PortError
 from porting.trace import Lazy
 from porting.trace import Step
 from porting.trace import Trace
+from porting.keras_variables import handles_of
 from porting.keras_variables import numpy_of as _numpy
+from porting.keras_variables import regularizer_gradients
 from porting.keras_variables import slot_variables
 from porting.keras_variables import tf_variable as _tf_variable
 from porting.keras_variables import variable_name
@@ -175,12 +177,7 @@ class Replicas:
 
   def handles(self):
     """{id(a variable handle): the variable's name}, a mirrored variable's components too."""
-    handles = {}
-    for v in self.all:
-      inner = _tf_variable(v)
-      for component in getattr(inner, "values", (inner,)):
-        handles[id(component.handle)] = variable_name(v)
-    return handles
+    return handles_of(self.all)
 
   def _traced(self, args):
     """The step's graph for `args` (traced once, under the aligned draws)."""
@@ -216,16 +213,7 @@ class Replicas:
     `example`, before it runs; the regularizers' gradients at the current weights."""
     statistics = {variable_name(v) for v in self.all if not v.trainable}
     found = layer_settings.read(*self.forward_reads(example), statistics)
-    regularized = {}
-    for v in self.trainable:
-      regularizer = getattr(v, "regularizer", None)
-      if regularizer is not None:
-        weights = tf.constant(_numpy(v))
-        with tf.GradientTape() as tape:
-          tape.watch(weights)
-          penalty = regularizer(weights)
-        regularized[variable_name(v)] = _numpy(tape.gradient(penalty, weights))
-    found.regularization = regularized or None
+    found.regularization = regularizer_gradients(self.trainable) or None
     return found
 
   def step(self, images, labels):
