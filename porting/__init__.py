@@ -60,6 +60,8 @@
               step): Port(random_ops="aligned"), the default
   optimizers  TF1Adam, TF1Momentum, TF1RMSProp, TF1Adagrad: Keras optimizers that run TF1's
               kernels with TF1's slots, so a port steps as its TF1 optimizer did
+  gated_conv  GatedConv2D: keras.layers.Conv2D whose bias gradient is TF1's gated one (where
+              oneDNN fuses a tape's conv filter and bias gradients)
   batch_norm  TF1BatchNorm: a Keras layer that normalizes and updates its moving statistics
               as TF1's assign_moving_average does (zero-debiased; from the first, last or
               every tower), to the bit
@@ -86,6 +88,7 @@ _API = {"compare": "porting.check", "Report": "porting.compared",
         "tf1_to_tf2": "porting.checkpoints", "tf2_to_tf1": "porting.to_tf1",
         "replica_devices": "porting.devices", "PortError": "porting.errors",
         "gated_bias_add": "tfbits.gates", "replica_mean": "tfbits.gates",
+        "GatedConv2D": "porting.gated_conv",
         "TF1Adam": "porting.optimizers",
         "TF1Momentum": "porting.optimizers", "TF1RMSProp": "porting.optimizers",
         "TF1Adagrad": "porting.optimizers",

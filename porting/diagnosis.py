@@ -41,9 +41,9 @@ RULES = (outputs.structure, towers.later_towers, combination_causes.transformed_
          scale.loss_only, scale.regularization, combination_causes.regularization_placement,
          scale.penalty_by_hand,
          optimizers.learning_rate, batch_norm.fused, batch_norm.other_towers,
-         batch_norm.update_rounding, gradients.vanishing_only, gradients.fused_bias,
-         gradients.gradient_sums,
-         scale.not_a_power_of_two, averages.read_order, averages.follow_the_weights,
+         batch_norm.update_rounding, averages.read_order, gradients.vanishing_only,
+         gradients.fused_bias, gradients.gradient_sums,
+         scale.not_a_power_of_two, averages.follow_the_weights,
          optimizers.adam_one_minus_beta, optimizers.adam_beta_powers, optimizers.momentum,
          optimizers.rmsprop, optimizers.sparse_update, machines.other_runtime)
 # The rules that name a rounding: none where the update parts further than rounding

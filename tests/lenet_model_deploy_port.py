@@ -75,13 +75,14 @@ def tf1_optimizer(global_step):
 
 
 class LeNet(keras.Model):
-  """The Keras 3 port, layers created in the TF1 order."""
+  """The Keras 3 port, layers created in the TF1 order; the convolutions' biases with TF1's
+  gated gradient (where oneDNN fuses a tape's conv gradients)."""
 
   def __init__(self):
     super().__init__(name="LeNet")
-    self.conv1 = keras.layers.Conv2D(CONV1, 5, padding="same", activation="relu", name="conv1")
+    self.conv1 = porting.GatedConv2D(CONV1, 5, padding="same", activation="relu", name="conv1")
     self.pool1 = keras.layers.MaxPooling2D(2, 2, padding="valid", name="pool1")
-    self.conv2 = keras.layers.Conv2D(CONV2, 5, padding="same", activation="relu", name="conv2")
+    self.conv2 = porting.GatedConv2D(CONV2, 5, padding="same", activation="relu", name="conv2")
     self.pool2 = keras.layers.MaxPooling2D(2, 2, padding="valid", name="pool2")
     self.flatten = keras.layers.Flatten()
     self.fc3 = keras.layers.Dense(HIDDEN, activation="relu", name="fc3")

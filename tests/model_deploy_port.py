@@ -62,11 +62,12 @@ def tf1_optimizer(global_step):
 
 
 class CifarNet(keras.Model):
-  """The Keras 3 port: the same layers, created in the TF1 order."""
+  """The Keras 3 port: the same layers, created in the TF1 order; the convolution's bias with
+  TF1's gated gradient (where oneDNN fuses a tape's conv gradients)."""
 
   def __init__(self):
     super().__init__(name="cifarnet")
-    self.conv1 = keras.layers.Conv2D(FILTERS, 5, padding="same", activation="relu",
+    self.conv1 = porting.GatedConv2D(FILTERS, 5, padding="same", activation="relu",
                                      name="conv1")
     self.pool1 = keras.layers.MaxPooling2D(2, 2, padding="valid")
     self.flatten = keras.layers.Flatten()

@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 import keras
 
+from porting import GatedConv2D
 from porting import Port
 from porting.tf1_layers import layers as _layers
 
@@ -41,7 +42,7 @@ class Net(keras.Model):
 
   def __init__(self, swapped=True):
     super().__init__()
-    conv = lambda seed, activation: keras.layers.Conv2D(
+    conv = lambda seed, activation: GatedConv2D(  # TF1's gated bias gradient (oneDNN)
         FILTERS, 3, padding="same", activation=activation,
         kernel_initializer=keras.initializers.GlorotUniform(seed))
     self.stem = conv(1, "relu")

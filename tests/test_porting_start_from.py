@@ -130,3 +130,28 @@ def test_an_adam_run_without_a_global_step_starts_both_sides_at_its_beta_powers(
     assert int(sides.tf2.optimizer.iterations.numpy()) == 3
   finally:
     sides.close()
+
+
+def test_without_a_checkpoint_the_same_port_starts_from_the_same_weights_each_run():
+  # Both sides start from the TF2 model's initial weights, which Keras 3 draws from seeds it
+  # takes from Python's `random`: the kit seeds it while build_model runs. Before, the same
+  # port, batches and flags started from other weights in each run (and in each call of one
+  # process), and a loss 1 ULP apart at tower 0 in one run was at tower 1 in the next.
+  from tests import assign_moving_average_port as small  # pylint: disable=g-import-not-at-top
+  runs = [porting.compare(small.port(), small.batches(2), replicas=2, steps=1)
+          for _ in range(2)]
+  for side in ("tf1", "tf2"):
+    first, second = (getattr(r, side).steps[0] for r in runs)
+    assert [np.float32(x).tobytes() for x in first.losses] == [
+        np.float32(x).tobytes() for x in second.losses]
+  assert [(r.kind, r.tf1, r.step, r.diff.max_abs) for r in runs[0].rows] == [
+      (r.kind, r.tf1, r.step, r.diff.max_abs) for r in runs[1].rows]
+
+
+def test_the_seed_the_kit_gives_keras_leaves_pythons_random_as_it_was():
+  import random  # pylint: disable=g-import-not-at-top
+  from tests import assign_moving_average_port as small  # pylint: disable=g-import-not-at-top
+  random.seed(12345)
+  expected = random.Random(12345).random()
+  porting.compare(small.port(), small.batches(1), replicas=1, steps=1)
+  assert random.random() == expected

@@ -9,6 +9,7 @@ import pytest
 from tests import conftest
 
 pytest.importorskip("xdist")  # a test dependency; without it the suite runs in one process
+GROUPED = "test_train_e2e.py"  # a file with a module-scoped fixture: one unit
 
 
 class _Worker:
@@ -77,7 +78,7 @@ def test_a_test_that_crashes_its_worker_is_failed_once_and_never_handed_out_agai
   # test at its head, so a test that segfaults every time crashed each replacement worker in
   # turn: a suite with one such test was still running at 120 s (the default scheduler ended
   # in 22 s with it failed).
-  ids = [f"tests/test_train_e2e.py::case_{i}" for i in range(4)]
+  ids = [f"tests/{GROUPED}::case_{i}" for i in range(4)]
   config = types.SimpleNamespace(option=types.SimpleNamespace(dist="loadgroup"),
                                  getvalue=lambda name: ["popen"])
   scheduler = conftest.pytest_xdist_make_scheduler(config, None)
@@ -99,7 +100,7 @@ def test_a_test_that_crashes_its_worker_is_failed_once_and_never_handed_out_agai
 
 
 def test_a_worker_crashing_on_the_last_test_of_its_unit_leaves_nothing_queued():
-  ids = ["tests/test_train_e2e.py::case_0", "tests/test_train_e2e.py::case_1"]
+  ids = [f"tests/{GROUPED}::case_{i}" for i in range(2)]
   config = types.SimpleNamespace(option=types.SimpleNamespace(dist="loadgroup"),
                                  getvalue=lambda name: ["popen"])
   scheduler = conftest.pytest_xdist_make_scheduler(config, None)

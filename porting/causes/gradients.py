@@ -4,6 +4,7 @@ another order (named from where the bits part: porting.parting)."""
 
 import numpy as np
 
+from porting.causes import averages
 from porting.causes import machines
 
 ROUNDING = 1e-5
@@ -90,8 +91,11 @@ def gradient_sums(obs):
           "they agreed).")
   # What it explains is that step's rounding; later rows past rounding may be more (a
   # decay of the weights on one side, hidden behind it at N = 2 in a tiny BERT).
+  # Averages a cause before this one named (their EMA read at another point) are not left
+  # for it.
+  named = obs.fired(averages.read_order)
   later = [r for r in obs.bad if r.step > s and r.diff.max_rel > ROUNDING and
-           not obs.rounding([r])]
+           not obs.rounding([r]) and not (named and r.kind == "average")]
   if later:
     first = min(later, key=lambda r: (r.step, -r.diff.max_rel))
     return [f"{line} That rounding is not the port's fault, but from step {first.step} "
