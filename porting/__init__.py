@@ -15,9 +15,11 @@
               compared steps, streamed; compared: the Report it returns, and its text
   tf1_towers  the TF1 side: towers in a graph, a Session (tf1_graph: the towers built as
               the script builds them; tf1_update: each tower's loss as its combination makes
-              it, their gradients combined, the script's tf1_gradients, the optimizer's rate)
+              it, their gradients combined, the script's tf1_gradients, the optimizer's rate;
+              tf1_facts: what its graph shows the diagnosis)
   tf2_replicas the TF2 side: MirroredStrategy, a tape per replica, a Keras optimizer
-              (keras_variables: its variables and slots by name)
+              (tf2_step: the step, one tf.function over the replicas; keras_variables: its
+              variables and slots by name)
   loss_scales float16 ports: TF1's MixedPrecisionLossScaleOptimizer against Keras's
               LossScaleOptimizer, unwrapped, compared, the gradients unscaled
   matching    TF1 variable names to TF2 variables (the names the code gave, the order of use,
@@ -69,6 +71,7 @@
               slim(): tf_slim, for tf.contrib-era code
   tf1_variables  tf.Variable weights in tower code, shared by the towers as get_variable's
   record      the TF1 side recorded where its TensorFlow runs, replayed where the port's does
+              (record_files: the folder's header and arrays)
   errors      PortError: one line, no traceback, from the command line
   commands    the command line's commands (compare, record, tf1_to_tf2, tf2_to_tf1): their
               flags and what each does; __main__ parses and runs them

@@ -34,3 +34,14 @@ def steps_of(power, beta, path):
   raise PortError(f"the TF1 checkpoint {path} has no global step, and its beta2_power "
                   f"{float(power)!r} is no power that AdamOptimizer(beta2={beta}) reaches: "
                   "give the step with a global_step variable in the checkpoint")
+
+
+def beta_powers(optimizer):
+  """{TF1 name: beta} of a tf.compat.v1.train.AdamOptimizer's non-slot step-keepers (its
+  beta1_power and beta2_power, which checkpoints convert); {} for any other optimizer."""
+  if not (hasattr(optimizer, "_get_beta_accumulators") and
+          isinstance(getattr(optimizer, "_beta1", None), float)):
+    return {}
+  beta1_power, beta2_power = optimizer._get_beta_accumulators()  # pylint: disable=protected-access
+  return {beta1_power.op.name: optimizer._beta1,  # pylint: disable=protected-access
+          beta2_power.op.name: optimizer._beta2}  # pylint: disable=protected-access

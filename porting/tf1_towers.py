@@ -10,14 +10,14 @@ into N contiguous slices.
 import numpy as np
 import tensorflow as tf
 
+from porting import adam_steps
 from porting import checkpoint_extras
-from porting import ema_settings
 from porting import graph_walks
 from porting import layer_settings
 from porting import layer_probes
-from porting import layer_structure
 from porting import loss_scales
 from porting import random_ops
+from porting import tf1_facts
 from porting import tf1_graph
 from porting import tf1_update
 from porting.errors import PortError
@@ -104,13 +104,7 @@ class Towers:
                     for _, v in grads for kind in inner.get_slot_names()
                     if inner.get_slot(v, kind) is not None}
       self.trainable = [_name(v) for _, v in grads]
-      # AdamOptimizer's non-slot step-keepers: {TF1 name: beta} (checkpoints convert them).
-      self.beta_powers = {}
-      if hasattr(inner, "_get_beta_accumulators") and isinstance(
-          getattr(inner, "_beta1", None), float):
-        beta1_power, beta2_power = inner._get_beta_accumulators()  # pylint: disable=protected-access
-        self.beta_powers = {_name(beta1_power): inner._beta1,  # pylint: disable=protected-access
-                            _name(beta2_power): inner._beta2}  # pylint: disable=protected-access
+      self.beta_powers = adam_steps.beta_powers(inner)
       self.regularization = {}
       self.regularization_loss = tf.add_n(regularization) if regularization else None
       if regularization:
@@ -118,21 +112,8 @@ class Towers:
         for v, g in zip(variables, tf.gradients(tf.add_n(regularization), variables)):
           if g is not None:
             self.regularization[_name(v)] = g
-      towers, in_place = graph_walks.tower_updates(self.graph, self.train_op)
-      self.facts = {"update_ops": combination.update_ops, "ema_order": port.ema_order,
-                    "combination": combination.record(),
-                    "regularized_towers": (tf1_graph.regularized_towers(
-                        self.losses, regularization) if regularization else None),
-                    "update_towers": towers, "in_place_updates": in_place,
-                    "structure": layer_structure.structure(
-                        self.graph, {_name(v) for _, v in grads}),
-                    "random_ops": port.random_ops,
-                    "random_draws": source.drawn if source is not None else {},
-                    "random_escaped": random_ops.escaped(self.graph.get_operations()),
-                    "ema": ema_settings.read(ema) if ema is not None else None,
-                    "outputs_parts": built.parts,
-                    "fused_batch_norm": any(
-          op.type.startswith("FusedBatchNorm") for op in self.graph.get_operations())}
+      self.facts = tf1_facts.read(self.graph, self.train_op, port, built, grads,
+                                  regularization, source, ema)
       # Each layer's input and output in tower 0, fetched only to say where the forward
       # passes part (probe).
       self.probes = layer_probes.probes(

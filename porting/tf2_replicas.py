@@ -6,10 +6,11 @@ gradient_reduction "sum" it hands them to the Keras optimizer, which sums them o
 replicas and updates the mirrored variables (the summed gradients are also all-reduced here,
 in the same order, to be reported); with "mean" they are averaged as `average_gradients`
 averages (`replica_mean`) and the optimizer's own sum is handed the average once
-(`_first_replica_only`).
+(`tf2_step.first_replica_only`); the step itself is porting.tf2_step's.
 """
 
 import contextlib
+import functools
 import random
 
 import tensorflow as tf
@@ -18,8 +19,7 @@ from porting import graph_walks
 from porting import layer_settings
 from porting import loss_scales
 from porting import random_ops
-from porting import spec
-from tfbits.gates import replica_mean
+from porting import tf2_step
 from porting.errors import PortError
 from porting.trace import Lazy
 from porting.trace import Step
@@ -38,15 +38,6 @@ MODEL_SEED = 0  # Python's random state while build_model runs
 
 def _arguments(batch, step):
   return tf.constant(batch[0]), tf.constant(batch[1]), tf.constant(step, tf.int64)
-
-
-def _first_replica_only(ctx, averaged):
-  """What each replica hands a Keras optimizer, which sums the replicas' gradients itself
-  (and only in replica context), so that the sum is `averaged` to the bit: the average on
-  replica 0, -0.0 on the others (x + -0.0 is x for every x, signed zeros included)."""
-  if tf.get_static_value(ctx.replica_id_in_sync_group) == 0:
-    return averaged
-  return [tf.fill(tf.shape(g), tf.constant(-0.0, g.dtype)) for g in averaged]
 
 
 @contextlib.contextmanager
@@ -88,7 +79,7 @@ class Replicas:
     self.scaled = loss_scales.tf2(self.optimizer) is not None
     self.slots = slot_variables(loss_scales.tf2_inner(self.optimizer), self.trainable)
     self.names = [variable_name(v) for v in self.trainable]
-    self._step = tf.function(self._distributed_step)
+    self._step = tf.function(functools.partial(tf2_step.distributed_step, self))
     self.steps_run = 0
     # The aligned draws of the traced step (random_ops), and the random ops it holds that
     # the kit did not draw.
@@ -136,63 +127,6 @@ class Replicas:
 
   def values(self):
     return {variable_name(v): _numpy(v) for v in self.all}
-
-  def _distributed_step(self, images, labels, step):
-    if self.source is not None:  # a trace: its draws are keyed by its step argument
-      self.source.step = step
-      self.source.drawn.clear()
-      self.source.ops.clear()
-    n = self.strategy.num_replicas_in_sync
-    per = tf.shape(images)[0] // n
-    global_batch = tf.shape(images)[0]
-
-    def slice_of(ctx):
-      i = ctx.replica_id_in_sync_group
-      return images[i * per:(i + 1) * per], labels[i * per:(i + 1) * per]
-
-    x, y = self.strategy.experimental_distribute_values_from_function(slice_of)
-
-    mean = self.port.gradient_reduction == "mean"
-
-    def replica(x, y):
-      with tf.GradientTape() as tape:
-        loss, outputs = spec.loss_and_outputs(
-            self.port.replica_loss(self.model, x, y, global_batch), self.output_parts)
-        # A LossScaleOptimizer's scale (as Keras's fit applies it; its apply_gradients
-        # divides by it again); other Keras optimizers return the loss as it is.
-        scaled = self.optimizer.scale_loss(loss) if self.scaled else loss
-      grads = tape.gradient(scaled, self.trainable)
-      if any(g is None for g in grads):
-        missing = [n for n, g in zip(self.names, grads) if g is None]
-        # Kept as said: AutoGraph re-raises an error from a trace wrapped in its own
-        # "in user code: File ..." text, which _unwrapped takes off.
-        self.error = (f"replica_loss has no gradient for {', '.join(missing)}: the port's loss "
-                      "does not depend on them (a loss term left out, such as an auxiliary "
-                      "head's, or a layer the call skips)")
-        raise PortError(self.error)
-      self.sparse.update(n for n, g in zip(self.names, grads) if isinstance(g, tf.IndexedSlices))
-      ctx = tf.distribute.get_replica_context()
-      if mean:
-        reduced = replica_mean(ctx, grads)
-        grads = _first_replica_only(ctx, reduced)
-      else:
-        # An embedding's gradient is IndexedSlices: the optimizer is handed them as they are
-        # (its sparse update is the port's), the report their dense sum, as TF1's
-        # average_gradients makes it (tf.expand_dims of IndexedSlices: unsorted_segment_sum).
-        reduced = [tf.convert_to_tensor(g) for g in
-                   ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)]
-      lr = tf.identity(self.optimizer.learning_rate)  # before the update moves the step
-      if self.scaled:  # the gradients reported as TF1's compute_gradients returns them
-        scale = tf.identity(self.optimizer.dynamic_scale)  # before the update moves it
-        reduced = [r / scale for r in reduced]
-      self.optimizer.apply_gradients(zip(grads, self.trainable))
-      return loss, outputs, reduced, lr
-
-    out = self.strategy.run(replica, (x, y))
-    if self.ema is not None:  # after the update: the program order is the execution order
-      with self.strategy.scope():
-        self.ema.apply(self._tf_averaged())
-    return out
 
   def handles(self):
     """{id(a variable handle): the variable's name}, a mirrored variable's components too."""
