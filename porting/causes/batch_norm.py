@@ -15,14 +15,22 @@ def fused(obs):
   if not obs.tf1.facts.get("fused_batch_norm") or not obs.bad or not obs.rounding(
       [r for r in obs.table if r.step == 0 and r.kind in ("loss", "outputs", "gradient")]):
     return []
+  # Where the train op runs another tower's updates than the first, the moving statistics
+  # are those towers' (other_towers names them): the fused kernel does not account for them.
+  statistics = ("" if _other_towers_run(obs) else
+                f", the moving statistics up to {obs.worst(_moving(obs)):.2g}")
   return ["TF1's batch norm is fused (FusedBatchNorm: its own rounding, and "
           "moving_variance updated with the unbiased variance n/(n-1)); the port's is not "
           "(no Keras 3 layer runs that kernel: Keras's BatchNormalization and "
           "porting.TF1BatchNorm use the biased variance): compare with a tolerance of this "
           "size, or check the rest of the port with fused=False on the TF1 side (here step "
           f"0's forward pass and gradients up to {obs.worst(obs.table, 0):.2g} relative "
-          f"apart, the moving statistics up to {obs.worst(_moving(obs)):.2g}"
-          f"{obs.noise_note()})"]
+          f"apart{statistics}{obs.noise_note()})"]
+
+
+def _other_towers_run(obs):
+  """Whether the TF1 train op runs the updates of a tower other than the first (N > 1)."""
+  return obs.n > 1 and obs.tf1.facts.get("update_towers", [0]) != [0]
 
 
 def other_towers(obs):
@@ -30,7 +38,8 @@ def other_towers(obs):
   the TF2 side keeps replica 0's own."""
   moving, n = _moving(obs), obs.n
   towers = obs.tf1.facts.get("update_towers", [0])
-  if obs.fired(fused) or not moving or n == 1 or towers == [0] or (
+  # Beside a fused kernel too: its rounding and unbiased variance do not move the means.
+  if not moving or not _other_towers_run(obs) or (
       all(r.diff.max_rel <= ROUNDING for r in moving)):
     return []
   which = ("every tower's, with no order between them" if len(towers) == n else
