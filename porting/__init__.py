@@ -34,7 +34,8 @@
               cause over typed Observations (causes/: towers, scale, batch_norm,
               gradients, updates, optimizers, averages, machines: a record from another
               TensorFlow or CPU; random_causes: draws not shared; penalties: an L2
-              penalty written into one side's loss only)
+              penalty written into one side's loss only), each giving findings: a line
+              that knows its kind (its rule, or where the bits part when none fits)
   unexplained the line where no cause fits (parting's place, how to narrow it)
   parting     where the bits first part when no cause fits: the step; the first layer whose
               output parts from the same input (both sides' layers probed from step 0's

@@ -138,10 +138,10 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
   trace2.facts["machine"] = where.line()
   if start_from is not None:
     trace1.facts["start"] = trace2.facts["start"] = (start_from, first_step)
-  hints = diagnosis.causes(pairs, trace1, trace2, table, tolerance, replicas, optimizers,
+  found = diagnosis.causes(pairs, trace1, trace2, table, tolerance, replicas, optimizers,
                            port.gradient_reduction, onednn=where.onednn,
                            combination=combination)
-  return Report(pairs, table, trace1, trace2, tolerance, hints, replicas, where,
+  return Report(pairs, table, trace1, trace2, tolerance, found, replicas, where,
                 [line for line in unread if line], pairing)
 
 

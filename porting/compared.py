@@ -14,7 +14,8 @@ from porting import screen
 @dataclasses.dataclass
 class Report:
   """pairs: [(TF1 name, TF2 name)]; rows: every report.Row; tf1, tf2: the two Traces;
-  hints: the known causes that fit the numbers; equal: every row within `tolerance`;
+  findings: the known causes that fit the numbers (porting.findings.Finding: a kind and its
+  line; `hints`: the lines); equal: every row within `tolerance`;
   machine: the tfbits.machine.Machine it ran on (bits are its kernels'); unread: what the
   kit could not read on a side and so did not compare before the steps (the numbers did);
   pairing: how variables were paired where their names did not say (porting.structure)."""
@@ -23,11 +24,16 @@ class Report:
   tf1: object
   tf2: object
   tolerance: float
-  hints: list
+  findings: list
   replicas: int
   machine: object = None
   unread: list = dataclasses.field(default_factory=list)
   pairing: list = dataclasses.field(default_factory=list)
+
+  @property
+  def hints(self):
+    """The findings, in the report's order (each a str: its line)."""
+    return list(self.findings)
 
   @property
   def equal(self):

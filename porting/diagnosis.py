@@ -17,6 +17,7 @@ import functools
 import numpy as np
 
 from porting import combination as combination_lib
+from porting import findings
 from porting import parting
 from porting import random_causes
 from porting import unexplained
@@ -65,7 +66,7 @@ def _dot(xs, ys):
 class Observations:
   """What a comparison measured, as the rules read it: the pairs, both Traces, every Row and
   the tolerance, N, the optimizers' class names, the gradient reduction, oneDNN; `found`:
-  the lines the rules before have given."""
+  the findings.Findings the rules before have given."""
   pairs: list
   tf1: object
   tf2: object
@@ -77,8 +78,8 @@ class Observations:
   onednn: bool
   combination: object = None  # the TF1 side's TowerCombination
   found: list = dataclasses.field(default_factory=list)
-  # {rule: the lines it gave}: what a later rule reads of an earlier one's finding (fired),
-  # by the rule, never by its sentence.
+  # {rule: the Findings it gave}: what a later rule reads of an earlier one's (fired), by
+  # the rule, never by its sentence.
   findings: dict = dataclasses.field(default_factory=dict)
 
   def __post_init__(self):
@@ -213,25 +214,29 @@ class Observations:
 
 def causes(pairs, tf1, tf2, table, tolerance, replicas, optimizers_, reduction="sum",
            onednn=False, combination=None):
-  """The known causes that fit the differences of `table` (report.Rows), as lines."""
+  """The known causes that fit the differences of `table` (report.Rows), as
+  findings.Findings in the report's order."""
   obs = Observations(pairs, tf1, tf2, table, tolerance, replicas, optimizers_, reduction,
                      onednn, combination)
   if not obs.bad and obs.rates[0] == obs.rates[1]:
     return []
   for rule in RULES:
     if not (obs.update_apart and rule in ROUNDING_RULES):
-      obs.findings[rule] = rule(obs)
+      obs.findings[rule] = findings.of_rule(rule, rule(obs))
       obs.found += obs.findings[rule]
-  hints = random_causes.causes(obs.bad, tf1.facts, tf2.facts) + obs.found
+  found = [findings.Finding(findings.RANDOM, line)
+           for line in random_causes.causes(obs.bad, tf1.facts, tf2.facts)] + obs.found
   nonfinite = [r for r in obs.bad if r.diff.nonfinite]
   if nonfinite:
     first = min(nonfinite, key=lambda r: r.step)
-    hints.insert(0, f"not finite: {len(nonfinite)} row(s) hold NaN or Inf, the first at step "
-                 f"{first.step}, {first.kind} of {first.tf1}; values that are not finite "
-                 "compare as nothing (NaN against NaN is no equality): find where the first "
-                 "comes from, tf.debugging.enable_check_numerics() on both sides")
-  # A line that says what follows from another difference (the averages of weights that
+    found.insert(0, findings.Finding(findings.NOT_FINITE, (
+        f"not finite: {len(nonfinite)} row(s) hold NaN or Inf, the first at step "
+        f"{first.step}, {first.kind} of {first.tf1}; values that are not finite compare as "
+        "nothing (NaN against NaN is no equality): find where the first comes from, "
+        "tf.debugging.enable_check_numerics() on both sides")))
+  # A finding that says what follows from another difference (the averages of weights that
   # differ) explains nothing: where it is all there is, where the bits part is said too.
-  if obs.bad and set(hints) <= set(obs.findings.get(averages.follow_the_weights, [])):
-    hints.append(unexplained.line(obs))
-  return hints
+  follows = findings.kind_of(averages.follow_the_weights)
+  if obs.bad and all(f.kind == follows for f in found):
+    found.append(findings.Finding(findings.NOT_EXPLAINED, unexplained.line(obs)))
+  return found
