@@ -33,6 +33,7 @@ from porting import outputs
 from porting import record_files as files
 from porting import spec
 from porting import tf1_towers
+from porting import use_order
 from porting.errors import PortError
 from porting.trace import Step
 from porting.trace import Trace
@@ -89,6 +90,9 @@ def write(port, batches, path, *, replicas=2, steps=3):
                       if isinstance(getattr(towers.optimizer, name, None), (bool, int, float))},
         "slot_kinds": sorted({kind for _, kind in towers.slots}),
         "averaged": list(towers.averages),
+        # The order tower 0's forward pass reads the variables in: what pairs them with the
+        # port's by the model's structure where names do not say (porting.use_order).
+        "use_order": use_order.tf1(towers),
         "facts": towers.facts, "machine": machine.describe().line(),
         "settings": {"dropout": settings.dropout, "moving": settings.moving,
                      "debiased": settings.debiased, "unread": settings.unread,
@@ -152,6 +156,11 @@ class Recorded:
     if names is None:
       names = files.unprefixed("average", files.load(posixpath.join(self.path, "step-0.npz")))
     return dict.fromkeys(names)
+
+  def use_order(self):
+    """The recorded order tower 0's forward pass read the variables in; None in a record
+    written before it was kept (paired by names, creation order and shapes then)."""
+    return self.header.get("use_order")
 
   def start(self):
     """{TF1 name: value} of the recorded starting weights."""

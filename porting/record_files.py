@@ -56,6 +56,9 @@ def damage(header):
   if not all(isinstance(v, list) and len(v) == 2 and isinstance(v[0], str)
              and isinstance(v[1], list) for v in header["variables"]):
     return "variables are not [name, shape] pairs"
+  order = header.get("use_order", [])
+  if not isinstance(order, list) or not all(isinstance(n, str) for n in order):
+    return "use_order is not a list of variable names"
   settings = header["settings"]
   for key in ("dropout", "batch_norm", "moving", "regularized"):
     if key not in settings:

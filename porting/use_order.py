@@ -28,7 +28,9 @@ def tf2(replicas, example):
 
 
 def of_sides(towers, replicas, example):
-  """(TF1 order, TF2 order), or None where the TF1 side has no graph (a record)."""
+  """(TF1 order, TF2 order); a record's TF1 order is the one it recorded (None: a record
+  written before records kept it)."""
   if not hasattr(towers, "graph"):
-    return None
+    recorded = towers.use_order()
+    return None if recorded is None else (recorded, tf2(replicas, example))
   return tf1(towers), tf2(replicas, example)

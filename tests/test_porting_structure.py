@@ -64,3 +64,17 @@ def test_variables_of_one_shape_paired_by_creation_alone_are_said():
   notes = []  # a record: no graph, no order of use, nothing to say
   structure.ordered(list(shapes1), list(shapes2), shapes1, shapes2, None, in_order, notes)
   assert notes == []
+
+
+def test_a_record_carries_the_towers_order_of_use_and_pairs_by_it(tmp_path):
+  # A record is replayed without the TF1 graph: before, it kept no order of use, and the
+  # swapped port's kernels were paired by Keras's numbers and creation order.
+  from porting import record  # pylint: disable=g-import-not-at-top
+  path = str(tmp_path / "record")
+  record.write(m.port(), m.batches(2), path, replicas=2, steps=2)
+  report = porting.compare(m.port(), record=path, steps=2)
+  assert report.equal, report.text(width=100)
+  pairs = dict(report.pairs)
+  assert "\n".join(report.pairing).startswith(
+      "paired by the order of use in the forward pass, not of creation: TF1 conv2d_1/kernel "
+      f"with TF2 {pairs['conv2d_1/kernel']}")
