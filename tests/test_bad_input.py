@@ -175,6 +175,7 @@ def test_seeds_and_rates_tensorflow_cannot_hold_are_one_line(trainer, flag, expe
 
 @pytest.mark.parametrize("binary", ["strategies.train", "compat_v1.train", "strategies.eval",
                                     "compat_v1.eval"])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_labels_outside_cifar10_are_one_line_for_training_and_evaluation(binary, tmp_path):
   import numpy as np  # pylint: disable=g-import-not-at-top
   written = helpers.write_bin_dataset(str(tmp_path / "data"), seed=1, train_per_file=4,

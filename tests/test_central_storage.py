@@ -43,6 +43,7 @@ def test_on_gpus_the_strategy_keeps_the_variables_on_the_first_gpu(monkeypatch):
 
 
 @pytest.mark.parametrize("n", [3])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_binary_equals_the_towers_and_mirrored_to_the_bit(n, tmp_path):
   # Three replicas: the mean of the gradients divides by 3, where a reciprocal would round.
   common = (*FLAGS, f"--num_gpus={n}")

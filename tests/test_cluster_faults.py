@@ -24,6 +24,7 @@ FLAGS = ("--dataset=synthetic", "--batch_size=4", "--max_steps=2", "--save_check
     # Not even JSON: MirroredStrategy read it and failed with a JSONDecodeError traceback.
     ("strategies.train", "not json {"),
 ])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_stray_tf_config_does_not_send_a_single_machine_run_elsewhere(trainer, tf_config,
                                                                       tmp_path, monkeypatch):
   monkeypatch.setenv("TF_CONFIG", tf_config)

@@ -112,6 +112,7 @@ def test_a_stopped_and_resumed_run_charts_as_the_uninterrupted_one(tmp_path):
 
 
 @pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_runs_settings_and_graph_are_on_the_dashboard(trainer, tmp_path):
   """Before: TensorBoard's Text and HParams tabs said "No data" (the settings were only in
   run_config.json and flags.txt), and a TF2 run had no graph: "No graph definition files

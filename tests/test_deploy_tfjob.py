@@ -127,6 +127,7 @@ def test_managed_cluster_tf_configs_are_read_with_their_evaluator_outside_the_cl
 @pytest.mark.parametrize("trainer,strategy", [("strategies.train", "multi_worker_mirrored"),
                                               ("strategies.train", "parameter_server"),
                                               ("compat_v1.train", None)])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_an_evaluator_task_scores_the_final_checkpoint_and_ends(trainer, strategy, tmp_path,
                                                                monkeypatch):
   # Both trainers' entry points, as a TFJob's Evaluator pod runs them (the v1 one in a ps/worker

@@ -39,6 +39,7 @@ def _mirrored_gradients(n, images, labels, seed):
 
 @pytest.mark.parametrize("n", [2, 4])
 @pytest.mark.parametrize("branch", ["cpu", "gpu"])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_each_replica_gets_its_contiguous_slice_of_the_global_batch(n, branch):
   # The loop's input from a resumed step on: replica r's batch is rows [r*B/n, (r+1)*B/n) of
   # the one-machine global batch of that step. Both branches: one pipeline per CPU replica,
@@ -83,6 +84,7 @@ def test_replica_pipelines_share_the_hosts_cores():
 
 
 @pytest.mark.parametrize("n", [2, 4])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_every_replica_holds_the_same_all_reduced_gradient(n):
   # Equal to the v1 towers' average to the bit, and so to one device's gradient of the whole
   # batch up to summation order: tests/test_equivalence.py.
@@ -114,6 +116,7 @@ def test_a_stop_request_reaches_every_replica_through_the_step_all_reduce():
   assert int(trainer.global_step.numpy()) == 3  # the requesting step itself is completed
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_gpu_input_branch_trains_the_same_bits(tmp_path, monkeypatch):
   # The TF2 loop with the input GPU replicas get (experimental_distribute_dataset, prefetched
   # onto the devices), driven on two CPU replicas, against the CPU branch it takes here.
@@ -159,6 +162,7 @@ def test_a_worker_of_two_gpus_feeds_each_replica_its_own_batch(worker):
       np.testing.assert_array_equal(y.numpy(), labels[rows].numpy())
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_loops_steps_capture_their_iterator_and_are_compiled_once_per_iterator():
   # Passed as an argument, a distributed iterator is flattened and matched against the traced
   # signature on every call (0.35-0.6 ms of each measured at 2 and 4 replicas); captured, a

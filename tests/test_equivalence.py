@@ -36,6 +36,7 @@ def _assert_ok(rows):
 
 # 3: not a power of two, where dividing by N rounds (the step averages as the towers do).
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_tower_gradients_are_bit_identical_to_mirrored_gradients(n, batches):
   images, labels = batches[n]
   v1_grads = runs.v1_gradients(n, SEED, images, labels)
@@ -66,6 +67,7 @@ def test_the_porting_kit_finds_towers_and_replicas_bit_identical_step_by_step(n,
   assert all(np.abs(g).max() > 0 for g in v1_grads.values())
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_kit_names_the_ema_read_order_of_the_originals_graph():
   # The original's train op grouped the update and the EMA: in most runs the EMA read the
   # weights before the update. Ported with the EMA after the update, only the averages differ.
@@ -103,6 +105,7 @@ def test_towers_match_one_device_to_summation_order(n, batches):
   assert any(r.max_abs > 0 for r in rows)
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_ten_steps_across_two_decays_give_identical_weights_ema_and_lr():
   a = runs.v1_train(4, SEED, steps=10, per_replica_batch=PER_REPLICA, decay_steps=4)
   b = runs.tf2_train(4, SEED, steps=10, per_replica_batch=PER_REPLICA, decay_steps=4)

@@ -83,6 +83,7 @@ def test_progress_lines_carry_the_batch_precision_and_a_changed_learning_rate(mo
 
 
 @pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_lines_batch_precision_is_the_steps_precision_summary(trainer, tmp_path):
   from equivalence import runs  # pylint: disable=g-import-not-at-top
   from cifar10 import scores  # pylint: disable=g-import-not-at-top

@@ -57,6 +57,7 @@ def _config(tmp_path, init_from, data):
                             init_from=init_from)
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_tf2_towers_and_keras_start_from_another_runs_checkpoint(reference, data, tmp_path):
   from examples import keras_loop  # pylint: disable=g-import-not-at-top
   from strategies import devices  # pylint: disable=g-import-not-at-top

@@ -2,6 +2,7 @@
 distortions' draws, and shards that rebuild the global batches."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from cifar10 import data_sources as sources
@@ -102,6 +103,7 @@ def test_a_shard_cuts_its_rows_from_each_global_batch_not_index_by_index():
     np.testing.assert_array_equal(y.numpy(), np.concatenate([p[step] for p in parts]))
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_block_shuffled_index_stream_is_the_one_index_at_a_time_stream():
   # The indices are shuffled 1024 at a time (one index_shuffle op per block, not per index:
   # the per-index map capped the stream at ~31,000 examples/sec). The stream must be the one

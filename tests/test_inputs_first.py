@@ -123,6 +123,7 @@ def test_an_evaluation_that_fails_on_its_input_writes_nothing(evaluator, tmp_pat
 
 
 @pytest.mark.parametrize("evaluator", ["strategies.eval", "compat_v1.eval"])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_waiting_evaluator_says_so_and_ctrl_c_there_is_a_clean_end(evaluator, tmp_path,
                                                                      monkeypatch):
   """Before: silence while it waited, and Ctrl-C was `error: interrupted`, exit 130."""

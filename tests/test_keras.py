@@ -42,6 +42,7 @@ def _keras_train(n, seed, steps, per_replica_batch, decay_steps):
 
 
 @pytest.mark.parametrize("replicas", [1, 2])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_fit_steps_equal_custom_loop_steps(replicas):
   # 3 steps across two learning-rate decays (decay_steps=1): the schedule is the same too.
   kwargs = dict(n=replicas, seed=5, steps=3, per_replica_batch=8, decay_steps=1)
@@ -59,6 +60,7 @@ def test_fit_steps_equal_custom_loop_steps(replicas):
     np.testing.assert_array_equal(value, loop.variables[name], err_msg=name)
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_two_outputs_keep_their_names_losses_and_weights():
   strategy = tf2_devices.get_strategy("mirrored", ["/cpu:0", "/cpu:1"])
   net = keras_model.build_two_outputs(strategy, seed=1, vehicle_weight=0.5)

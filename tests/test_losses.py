@@ -30,6 +30,7 @@ def test_initial_loss_is_ln10_plus_weight_decay():
   np.testing.assert_allclose(loss - float(losses.weight_decay(params)), np.log(10), atol=0.05)
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_replica_sum_equals_tower_mean_in_value_and_gradient():
   """N replicas summing sum(CE)/global + wd/N == mean over N towers of mean(CE) + wd.
 

@@ -95,6 +95,7 @@ def _described(env, taskset=()):
   return out.stdout.splitlines()[-2:]
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_op_determinism_is_on_the_line_as_tensorflow_holds_it():
   """Set when TensorFlow starts, TF_DETERMINISTIC_OPS=1 gave both trainers other weights after
   one step (conv1's 7.45e-9 apart, measured; docs/determinism.md). The line says what
@@ -108,6 +109,7 @@ def test_op_determinism_is_on_the_line_as_tensorflow_holds_it():
 
 
 @pytest.mark.skipif(threads.schedulable_cpus() < 2, reason="needs 2 schedulable CPUs")
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_line_says_the_cpus_and_pools_the_process_runs():
   """taskset -c 0 on a machine of N CPUs: TensorFlow's pools default to 1 thread each (its
   schedulable CPUs), and the line says so, where it once said the machine's N."""

@@ -41,6 +41,7 @@ def fixture_original(tmp_path_factory):
   return root, run
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_original_checkpoint_is_what_the_original_writes(original):
   root, _ = original
   reader = tf.train.load_checkpoint(str(root / "fp32" / "model.ckpt-2"))
@@ -76,6 +77,7 @@ def _continue(loop_run, train_dir, init_from, *args, override_run_config=False):
   return checkpoints.read(str(train_dir))
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_both_trainers_continue_the_originals_run_to_the_bit(original, tmp_path):
   root, run = original
   init_from = str(root / "fp32" / "model.ckpt-2")
@@ -93,6 +95,7 @@ def test_both_trainers_continue_the_originals_run_to_the_bit(original, tmp_path)
     np.testing.assert_array_equal(restored[name], v1_state.averages[name], err_msg=name)
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_both_trainers_start_from_the_originals_float16_checkpoint(original, tmp_path):
   root, _ = original
   init_from = str(root / "fp16" / "model.ckpt-2")

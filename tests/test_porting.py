@@ -26,6 +26,7 @@ pytestmark = pytest.mark.filterwarnings(
 
 
 @pytest.mark.parametrize("replicas", [1, 2, 4])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_faithful_port_is_bit_identical_where_it_can_be(replicas):
   report = porting.compare(m.port(), m.batches(replicas), replicas=replicas, steps=3)
   first = [r for r in report.rows if r.step == 0 and not r.diff.within(0)]
@@ -53,6 +54,7 @@ def _classic_tower_loss(scope, images, labels):
   return tf.add_n(tf.compat.v1.get_collection("losses", scope)), logits
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_tower_function_of_the_originals_form_gets_its_scope():
   plain = porting.compare(m.port(), m.batches(2), replicas=2, steps=2)
   classic = porting.compare(m.port(tower_loss=_classic_tower_loss), m.batches(2), replicas=2,
@@ -206,6 +208,7 @@ WRONG = {
 
 
 @pytest.mark.parametrize("kind", list(WRONG))
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_report_names_the_cause_of_each_wrong_port(kind):
   changes, per_replica, cause = WRONG[kind]
   report = porting.compare(m.port(**changes), m.batches(2, per_replica=per_replica),
@@ -330,6 +333,7 @@ def test_a_fused_batch_norm_after_a_bias_is_named_past_the_bias_gradients_noise(
                                   "tolerance covers them)")
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_unexplained_line_advises_onednn_off_only_where_it_is_on(monkeypatch):
   """With oneDNN off on this side already, the line still said to set
   TF_ENABLE_ONEDNN_OPTS=0 (a TF 1.15 record compared with oneDNN off)."""

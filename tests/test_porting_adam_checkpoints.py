@@ -52,6 +52,7 @@ def _tf1_run(batches, restore=None, save=None):
       return sess.run({v.op.name: v for v in v1.global_variables()})
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_an_adam_run_without_a_global_step_round_trips_to_its_next_step(tmp_path):
   data = m.batches(1, steps=4)
   # The original: 3 steps, saved (no global step), then its 4th step.

@@ -93,6 +93,7 @@ def test_the_whole_regularization_on_every_replica_is_the_ports_count_not_the_sc
   assert "not the port" not in line
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_factor_in_tf1_gradients_is_said_not_blamed_on_the_port():
   """The clone loss written into tower_loss and the sum restored by tf1_gradients x N (how a
   team wrote model_deploy before the kit knew it): the weights are the same bits, and the kit

@@ -57,6 +57,7 @@ def test_a_checkpoint_goes_tf1_to_tf2_and_back_slots_included(tmp_path):
 PORT = ("--port=tests.bn_momentum_port:port", "--batches=tests.bn_momentum_port:batches")
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_command_line_compares_and_converts(tmp_path, capsys):
   result = helpers.call("porting.__main__", *PORT, "--replicas=2", "--steps=3", "compare")
   printed = capsys.readouterr().out
@@ -118,6 +119,7 @@ def _blocks(section, language):
   return re.findall(rf"```{language}\n(.*?)```", section, re.DOTALL)
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_migrations_port_your_own_model_shows_the_real_code_and_output(tmp_path, capsys):
   section = _section()
   with open(os.path.join(helpers.REPO, "tests", "bn_momentum_port.py"), encoding="utf-8") as f:
@@ -250,6 +252,7 @@ def test_a_port_that_fails_is_one_line_naming_where(port, batches, expected):
     assert "test_porting_commands.py:" in line and line.endswith("this port's loss has a bug")
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_one_replica_needs_no_device_configuration_once_tensorflow_has_started():
   # `python -m equivalence --num_gpus=1` failed with "1 replicas need 1 logical CPU devices,
   # and TensorFlow has started with 1": the unconfigured CPU was counted as none.

@@ -92,6 +92,7 @@ def _run(*args):
                         text=True, timeout=240, env=helpers.env(), cwd=helpers.REPO)
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_tensorflows_python_log_stays_off_the_kits_screen():
   result = _run("--port=tests.test_porting_damaged_inputs:raising_port",
                 "--batches=tests.dropout_adam_port:batches", "--steps=1", "compare")

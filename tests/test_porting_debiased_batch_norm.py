@@ -17,6 +17,7 @@ DEBIAS = {f"conv/BatchNorm/conv/BatchNorm/{s}/{v}": None
 
 @pytest.mark.parametrize("replicas,update_ops", [(1, "first_tower"), (2, "first_tower"),
                                                  (2, "last_tower")])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_tf1_batch_norm_steps_as_the_debiased_towers_to_the_bit(replicas, update_ops):
   report = porting.compare(m.port(update_from=update_ops, update_ops=update_ops),
                            m.batches(replicas), replicas=replicas, steps=3)

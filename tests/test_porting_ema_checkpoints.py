@@ -152,6 +152,7 @@ def _loss_average_run(prefix, batches, restore=None):
   return _run(prefix, batches, restore, tower=_with_loss_average, ema=False)
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_tf1_only_variable_is_carried_from_the_runs_checkpoint_never_reset(tmp_path):
   data = m.batches(1, steps=3)
   saved = _loss_average_run(str(tmp_path / "tf1" / "model.ckpt-2"), data[:2])

@@ -38,6 +38,7 @@ def rounded_before():
   return _compare("before_update", _ulp_up_loss)
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_rounding_is_there_and_the_averages_stand_far_above_it(rounded_before):
   report = rounded_before
   rest = [r for r in report.rows if r.step == 0 and r.kind != "average" and

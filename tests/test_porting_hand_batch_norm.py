@@ -14,6 +14,7 @@ FOLLOWS = "the moving averages follow the weights"
 
 
 @pytest.mark.parametrize("replicas", [1, 2])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_faithful_port_is_the_same_bits(replicas):
   report = porting.compare(m.port(replicas), m.batches(replicas), replicas=replicas, steps=3)
   assert report.equal, report.text()
@@ -21,6 +22,7 @@ def test_the_faithful_port_is_the_same_bits(replicas):
                                       0.009999999776482582]
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_keras_sgd_is_named_where_the_rate_changes():
   report = porting.compare(m.keras_sgd_port(2), m.batches(2), replicas=2, steps=3)
   (line,) = [h for h in report.hints if h.startswith("momentum:")]
@@ -72,6 +74,7 @@ def test_moving_statistics_apart_by_rounding_are_the_update_form_only_where_the_
   assert line.startswith("moving statistics differ by rounding: TF1's batch norm updates")
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_an_ema_without_num_updates_is_refused_with_both_settings():
   """tf.train.ExponentialMovingAverage(decay) in the port, (decay, num_updates=global_step) in
   the TF1 code: the averages moved apart from step 0 and the kit named the EMA's read order,
@@ -91,6 +94,7 @@ def test_an_ema_without_num_updates_is_refused_with_both_settings():
     porting.compare(m.port(tf2_ema=other), m.batches(1), replicas=1, steps=1)
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_ema_settings_are_compared_against_a_record_and_unread_ones_said():
   """A replay read no EMA settings at all (the record's reader kept no facts), silently; a
   decay held in a tensor, or a record without the settings, is said as not compared."""

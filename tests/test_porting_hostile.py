@@ -260,6 +260,7 @@ def test_a_wrapped_message_is_said_by_the_wrapped_words():
     assert line.endswith(words), line
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_outputs_of_several_shapes_are_compared_as_one():
   """A segmentation head beside a classifier's scores, returned as a list on both sides: the
   kit failed with a ValueError from numpy ("the kit failed ..., not of the port")."""

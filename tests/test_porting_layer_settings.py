@@ -68,6 +68,7 @@ BN_FAULTS = {
 
 
 @pytest.mark.parametrize("kind", list(BN_FAULTS))
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_batch_norm_or_regularization_setting_that_differs_is_one_line(kind):
   changes, expected = BN_FAULTS[kind]
   line = _refusal(bn.port(**changes), bn.batches(2))
@@ -202,6 +203,7 @@ def _layer_norm_port(norm):
 
 
 @pytest.mark.filterwarnings("ignore:`layer.apply` is deprecated")  # tf_slim's own call
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_layer_norm_is_no_batch_norm_and_its_epsilon_is_compared_where_both_are_read():
   """tf_slim's layer_norm normalizes with tf.nn.batch_normalization over the features: it was
   read as a batch norm, and a port with Keras's LayerNormalization was refused with 'batch

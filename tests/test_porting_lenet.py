@@ -25,6 +25,7 @@ def test_the_faithful_port_is_the_same_bits_over_a_decay():
   assert report.learning_rates[0][2] < report.learning_rates[0][1]
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_whole_regularization_on_every_replica_is_the_ports_count():
   report = porting.compare(
       m.port(replica_loss=functools.partial(m.replica_loss, placement="every_replica")),
@@ -34,6 +35,7 @@ def test_the_whole_regularization_on_every_replica_is_the_ports_count():
   assert "the TF1 code differs by tower" not in line
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_label_smoothing_left_out_is_located_after_the_last_layer():
   report = porting.compare(
       m.port(replica_loss=functools.partial(m.replica_loss, label_smoothing=0.0)),

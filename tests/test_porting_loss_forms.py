@@ -33,6 +33,7 @@ def _replica_loss(model, images, labels, global_batch_size, nonzero=True):
   return tf.reduce_mean(per_row * w), logits  # the mean over every row: the fault
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_mean_over_every_row_against_sum_by_nonzero_weights_is_named_with_its_factor():
   """A GRU classifier's padded rows, weighted 0: the port's mean over all 4 rows, 3 of them
   counted, made every gradient exactly 0.75 x TF1's, and the kit said only "not explained:
@@ -89,6 +90,7 @@ def _collection_port(how):
       tf2_optimizer=lambda: keras.optimizers.SGD(0.1), gradient_reduction="mean")
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_tower_losses_read_from_the_collection_otherwise_in_later_towers_are_named():
   """A multi-task model's towers: get_total_loss(scope=scope) gave tower 1 no regularization
   (made in tower 0's scope only), and the kit said "an L2 penalty is in the TF2 loss only ...

@@ -82,6 +82,7 @@ def _tower_loss_with_a_counter(images, labels):
   return m.tower_loss(images, labels)
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_tf1_only_variable_is_an_error_until_the_map_leaves_it_out():
   with pytest.raises(porting.PortError, match=r"TF1 tower_counter \[\]; TF2 none"):
     porting.compare(m.port(tower_loss=_tower_loss_with_a_counter), m.batches(2), replicas=2,

@@ -29,6 +29,7 @@ def _team_folder(tmp_path):
   return team, tf2, data
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_conversion_into_the_teams_folder_leaves_its_index_and_checkpoints_alone(tmp_path):
   team, tf2, data = _team_folder(tmp_path)
   index = (team / "checkpoint").read_text()

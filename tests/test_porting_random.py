@@ -99,6 +99,7 @@ def test_an_unseeded_initializer_starts_every_run_from_the_same_weights():
   assert firsts[0].std() > 0.1  # drawn, not a constant
 
 @pytest.mark.parametrize("replicas", [1, 2])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_dropout_adam_port_is_bit_identical_step_by_step(replicas):
   report = porting.compare(m.port(), m.batches(replicas, steps=4), replicas=replicas, steps=4)
   assert report.equal, report.text()

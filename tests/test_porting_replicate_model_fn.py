@@ -48,6 +48,7 @@ def unfused():
   return _compare(m.unfused_port())
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_kit_runs_the_scripts_combination(as_written):
   combination = porting.replicate_model_fn(m.LOSS_REDUCTION)
   assert m.LOSS_REDUCTION == "weighted_mean"
@@ -88,6 +89,7 @@ def test_as_written_the_every_tower_updates_are_named_beside_the_fused_kernel(as
   assert fused.startswith("TF1's batch norm is fused") and "moving statistics up to" not in fused
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_unfused_the_steps_are_the_same_bits_and_only_every_towers_updates_are_named(unfused):
   report = unfused
   differ = [r for r in report.rows if r.diff.max_abs != 0]
@@ -99,6 +101,7 @@ def test_unfused_the_steps_are_the_same_bits_and_only_every_towers_updates_are_n
   assert "no sequence of updates reproduces racing ones" in cause
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_one_towers_updates_and_tf1_batch_norm_are_the_same_bits():
   """The TF1 side as the kit advises checking it (unfused, the first tower's UPDATE_OPS),
   and porting.TF1BatchNorm(update_from='first_tower', zero_debias=False): every row, moving
@@ -117,6 +120,7 @@ def test_one_towers_updates_against_keras_batch_norm_differ_by_the_update_form_o
                           "them as v - (v - x)(1 - m), Keras 3's as v m + x (1 - m)")
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_keras_batch_norm_momentum_left_at_its_default_is_refused_before_a_step():
   with pytest.raises(porting.PortError, match=(
       r"the layers' settings differ: batch norm batch_normalization, batch_normalization_1 "
@@ -124,6 +128,7 @@ def test_keras_batch_norm_momentum_left_at_its_default_is_refused_before_a_step(
     _compare(m.keras_momentum_port(), steps=1)
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_keras_l2_of_the_weight_decay_is_named_twice_the_scripts():
   report = _compare(m.keras_l2_port(), steps=1)
   assert not report.equal
@@ -137,6 +142,7 @@ def test_a_keras_l2_of_the_weight_decay_is_named_twice_the_scripts():
   assert gradients and all(r.tf1.endswith(("/kernel", "/gamma")) for r in gradients)
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_replica_loss_over_the_replicas_batch_is_named():
   report = _compare(m.replica_batch_port(), steps=1)
   first = report.hints[0]
@@ -148,6 +154,7 @@ def test_a_replica_loss_over_the_replicas_batch_is_named():
   assert loss0.diff.max_rel > 0.4 and loss1.diff.max_rel > 0.4  # each replica's 2 x
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_penalty_without_batch_norm_is_named_as_the_script_is_written():
   report = _compare(m.imagenet_filter_port(), steps=1)
   first = report.hints[0]

@@ -19,6 +19,7 @@ def test_names_are_cut_from_the_left():
 
 
 @pytest.mark.parametrize("width", [100, 84, 60])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_verdict_and_causes_come_first_within_the_width(width):
   # A port with Keras's default Adam epsilon: a cause, named.
   report = porting.compare(dataclasses.replace(m.port(), gradient_reduction="mean"),

@@ -94,6 +94,7 @@ def test_a_tower_that_makes_other_tf_variables_than_tower_0_is_one_line():
                                "must build the same weights each call")
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_towers_read_a_static_batch_and_refuse_a_batch_of_another_size():
   sizes = []
 
@@ -189,6 +190,7 @@ def test_a_slim_batch_norm_updating_in_place_runs():
       np.testing.assert_allclose(session.run(mean), 0.1 * np.float32([3.0, 4.0]), rtol=1e-6)
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_statistics_updated_in_place_by_every_tower_are_named_as_such(monkeypatch):
   """slim.batch_norm(updates_collections=None): each tower's batch norm assigns the shared
   statistics as it runs, so the train op reaches every tower's update through the forward

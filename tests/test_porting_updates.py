@@ -295,6 +295,7 @@ def test_a_recurrent_layers_fault_is_located_with_what_its_probes_compare():
   assert "in the update" not in line
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_scripts_clipping_between_its_gradients_and_their_update_is_a_port_field():
   """The PTB and BERT scripts clip between tf.gradients and apply_gradients; the kit builds
   that train op, and both ports had to move the clip into an optimizer subclass.

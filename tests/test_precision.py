@@ -37,6 +37,7 @@ def _equal(precision, n, **overrides):
                                                           pytest.mark.float16]),
     pytest.param("bf16", 2, {}, marks=[pytest.mark.slow, pytest.mark.bfloat16]),
 ])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_both_trainers_write_the_same_bits_in_each_precision(precision, n, overrides):
   run = _equal(precision, n, **overrides)
   if not overrides:  # not the float32 run: the compute dtype did change the numbers

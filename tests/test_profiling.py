@@ -15,6 +15,7 @@ FLAGS = ("--dataset=synthetic", "--batch_size=4", "--max_steps=4")
 
 
 @pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_profile_of_the_steps_asked_for_is_written(trainer, tmp_path):
   result = helpers.call(trainer, *FLAGS, "--profile_steps=1,2", f"--train_dir={tmp_path}")
   assert result.returncode == 0, result.stderr[-2000:]

@@ -22,6 +22,7 @@ def _files(folder):
 
 
 @pytest.mark.parametrize("trainer", ["tf2", "v1"])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_restart_with_other_settings_is_refused_before_anything_is_written(trainer,
                                                                              tmp_path):
   train = helpers.train_tf2 if trainer == "tf2" else helpers.train_v1
@@ -96,6 +97,7 @@ def test_a_folder_without_a_checkpoint_holds_no_run_and_one_without_a_record_tak
 
 
 @pytest.mark.parametrize("trainer", ["strategies.train", "compat_v1.train"])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_deleting_a_damaged_record_does_not_open_the_folder_to_other_settings(trainer,
                                                                             tmp_path):
   common = ("--dataset=synthetic", "--max_steps=1", f"--train_dir={tmp_path}")

@@ -25,6 +25,7 @@ FLAGS = ("--dataset=synthetic", "--batch_size=4", "--max_steps=2", "--save_check
 
 
 @TRAINERS
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_second_run_on_a_train_dir_in_use_is_refused_naming_the_owner(trainer, tmp_path):
   with ownership.own(str(tmp_path)):
     line = helpers.check_one_line(helpers.call(trainer, *FLAGS, f"--train_dir={tmp_path}"),
@@ -35,6 +36,7 @@ def test_a_second_run_on_a_train_dir_in_use_is_refused_naming_the_owner(trainer,
   assert helpers.call(trainer, *FLAGS, f"--train_dir={tmp_path}").returncode == 0
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_sigkilled_owner_leaves_no_stuck_lock(tmp_path):
   holder = subprocess.Popen(
       [sys.executable, "-c", "import sys, time; from harness.folders import ownership\n"
@@ -224,6 +226,7 @@ def test_a_newest_checkpoint_with_flipped_bits_is_set_aside_and_the_one_before_r
 
 
 @pytest.mark.parametrize("evaluator", ["strategies.eval", "compat_v1.eval"])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_evaluators_read_a_folder_whose_index_is_empty_or_damaged(evaluator, tmp_path):
   from cifar10 import config  # pylint: disable=g-import-not-at-top
   helpers.train_tf2(config.TrainConfig(train_dir=str(tmp_path / "run"), dataset="synthetic",

@@ -44,6 +44,7 @@ def test_under_mirrored_each_shadow_is_one_variable_beside_the_first_replica():
 
 
 @pytest.mark.parametrize("ema_reads", ["updated", "previous"])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_one_copy_is_tfs_mirrored_ema_to_the_bit(ema_reads, monkeypatch):
   # Three replicas, two decays, both orders of the EMA against the update: the one copy moves
   # exactly as TF's ExponentialMovingAverage moves each replica's mirrored shadow.

@@ -43,6 +43,7 @@ def _run(train_dir, steps_per_loop, on_step=None, **overrides):
   return calls, progress
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_k_steps_per_call_write_the_run_of_one_step_per_call(tmp_path):
   one_calls, one_lines = _run(tmp_path / "k1", 1)
   four_calls, four_lines = _run(tmp_path / "k4", 4)

@@ -27,6 +27,7 @@ def _assert_bit_identical(expected, got, what):
 
 
 @pytest.mark.parametrize("n,ema_reads", [(1, "updated"), (2, "previous"), (2, "updated")])
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_both_trainers_follow_the_originals_graph_to_the_bit(n, ema_reads):
   original = tf1_reference.train(n, SEED, STEPS, BATCH, DECAY_STEPS, ema_reads)
   images, labels = runs.global_batch(SEED, BATCH * n)
@@ -43,6 +44,7 @@ def test_both_trainers_follow_the_originals_graph_to_the_bit(n, ema_reads):
     _assert_bit_identical(original["ema"], ema, f"{run.__name__} EMA ({ema_reads})")
 
 
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_two_ema_orders_differ_and_previous_lags_the_weights():
   updated = tf1_reference.train(1, SEED, 2, BATCH, DECAY_STEPS, "updated")
   previous = tf1_reference.train(1, SEED, 2, BATCH, DECAY_STEPS, "previous")
