@@ -45,7 +45,8 @@
   hyperparameters  the two optimizers' settings, compared before a step runs (ema_settings:
               the two EMAs', what each averages, its decay and num_updates)
   layer_settings  the layers' (dropout rates, batch norm's epsilon, statistics and momentum,
-              regularization), read from both sides' graphs; layer_mismatches compares them
+              regularization, label smoothing), read from both sides' graphs (graph_values:
+              constants and the tensors behind casts); layer_mismatches compares them
               before a step runs; graph_walks: what an op depends on, a tower's forward ops,
               the towers whose assigns a train op runs
   checkpoints tf1_to_tf2 / tf2_to_tf1 (to_tf1: the way back, and the program's variables

@@ -36,8 +36,25 @@ def mismatches(tf1, tf2, pairs):
   if len(ln1) == len(ln2):  # else not compared (unread)
     out += [f"{kind} {_short(s1)}: epsilon TF1 {a:.6g}, TF2 {b:.6g}"
             for (s1, a, kind), (_, b, _) in zip(ln1, ln2) if _f32(a) != _f32(b)]
-  return out + _moving(tf1, tf2, pairs, modes) + _regularization(
+  return out + _label_smoothing(tf1, tf2) + _moving(tf1, tf2, pairs, modes) + _regularization(
       tf1.regularization, tf2.regularization, pairs)
+
+
+def _label_smoothing(tf1, tf2):
+  """A line where the two sides' cross-entropies, one for one, smooth their labels
+  otherwise (each read on both sides; a record from before the kit read them holds none)."""
+  s1, s2 = getattr(tf1, "label_smoothing", []), getattr(tf2, "label_smoothing", [])
+  if len(s1) != len(s2):
+    return []
+  apart = [i for i, (a, b) in enumerate(zip(s1, s2))
+           if a is not None and b is not None and _f32(a) != _f32(b)]
+  if not apart:
+    return []
+  which = (f" of softmax cross-entropy {', '.join(str(i + 1) for i in apart)} of {len(s1)}"
+           if len(s1) > 1 else "")
+  values = lambda side: ", ".join(f"{side[i]:.6g}" for i in apart)
+  return [f"label smoothing{which} (labels y (1 - e) + e / K): TF1 {values(s1)}, TF2 "
+          f"{values(s2)}"]
 
 
 def unread(tf1, tf2, pairs):

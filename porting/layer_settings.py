@@ -17,6 +17,7 @@ traced TF2 step), not from layer objects a port may not have:
   regularizers  the gradient of the regularization losses alone, per variable, at the
                 starting weights (TF1's REGULARIZATION_LOSSES collection, Keras 3's
                 variable.regularizer): which variables, and how strongly
+  label smoothing  each softmax cross-entropy's labels: y (1 - e) + e / K, or as fed
 
 porting.layer_mismatches says each difference between the two sides' in one line.
 """
@@ -27,11 +28,14 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from porting.graph_values import constant as _const
+from porting.graph_values import source as _source
+from porting.graph_values import through as _through
+
 # tf.nn.batch_normalization's variance + epsilon: `.../batchnorm/add` (tf_slim's second
 # call in a scope: `batchnorm_1/add`).
 BATCHNORM_ADD = re.compile(r"/batchnorm(_\d+)?/add$")
 FUSED = ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3")
-PASS_THROUGH = ("Cast", "Identity", "ReadVariableOp")
 ASSIGNS = ("AssignSubVariableOp", "AssignSub", "AssignVariableOp", "Assign")
 
 
@@ -63,33 +67,10 @@ class Settings:
   # (over a grouped reshape) or "instance norm" (over the positions): statistics from one
   # example, through tf.nn.batch_normalization or rsqrt(variance + epsilon).
   layer_norm: list = dataclasses.field(default_factory=list)
-
-
-_FOLDED = {"Sub": np.subtract, "Mul": np.multiply, "Add": np.add, "AddV2": np.add}
-
-
-def _const(tensor, depth=4):
-  """A scalar the graph computes from constants alone (tf.layers' fused batch norm writes
-  its decay as Sub(1, momentum)), or None."""
-  op = tensor.op
-  if op.type == "Const":
-    value = tf.get_static_value(tensor)
-    return None if value is None or np.ndim(value) else float(value)
-  if depth and op.type in PASS_THROUGH[:2] and op.inputs:
-    return _const(op.inputs[0], depth - 1)
-  if depth and op.type in _FOLDED and len(op.inputs) == 2:
-    a, b = (_const(t, depth - 1) for t in op.inputs)
-    if a is not None and b is not None:
-      dtype = tensor.dtype.as_numpy_dtype
-      return float(_FOLDED[op.type](dtype(a), dtype(b)))
-  return None
-
-
-def _source(tensor):
-  """The op behind Cast/Identity/ReadVariableOp chains."""
-  while tensor.op.type in PASS_THROUGH and tensor.op.inputs:
-    tensor = tensor.op.inputs[0]
-  return tensor
+  # The label smoothing of each softmax cross-entropy, in call order: e where its labels are
+  # y (1 - e) + e / K (tf.compat.v1.losses.softmax_cross_entropy's label_smoothing, Keras's,
+  # by hand), 0.0 where they are one-hot or integer labels as fed, None where not read.
+  label_smoothing: list = dataclasses.field(default_factory=list)
 
 
 def _per_example(variance):
@@ -110,6 +91,28 @@ def _per_example(variance):
   if rank - 1 in axes:
     return "group norm" if rank >= 5 else "layer norm"
   return "instance norm"
+
+
+CROSS_ENTROPY = "SoftmaxCrossEntropyWithLogits"  # inputs: (logits, labels)
+LABEL_PATH = ("StopGradient", "Identity", "Cast", "Reshape", "PreventGradient")
+
+
+def _label_smoothing(labels):
+  """e of labels computed as y (1 - e) + e / K (a Mul by the constant 1 - e, added to the
+  share of every class); 0.0 for labels as fed or one-hot; None for any other form."""
+  while labels.op.type in LABEL_PATH and labels.op.inputs:
+    labels = labels.op.inputs[0]
+  op = labels.op
+  if op.type in ("OneHot", "Placeholder", "_Arg"):
+    return 0.0
+  if op.type not in ("Add", "AddV2"):
+    return None
+  for term in op.inputs:
+    if term.op.type == "Mul":
+      consts = [c for c in map(_const, term.op.inputs) if c is not None]
+      if len(consts) == 1:
+        return float(np.float32(1.0) - np.float32(consts[0]))
+  return None
 
 
 def _scope(name, suffix):
@@ -158,7 +161,9 @@ def read(ops, variable_of, statistics, run=lambda op: True, updates=None):
           if epsilon is not None and kind:
             layer_norm.append((op.name.rsplit("/", 1)[0], epsilon, kind))
             break
-  found = Settings(dropout, batch_norm, {}, layer_norm=layer_norm)
+  smoothing = [_label_smoothing(op.inputs[1]) for op in ops if op.type == CROSS_ENTROPY]
+  smoothing += [0.0 for op in ops if op.type == "Sparse" + CROSS_ENTROPY]  # integer labels
+  found = Settings(dropout, batch_norm, {}, layer_norm=layer_norm, label_smoothing=smoothing)
   for op in ops if updates is None else updates:
     if op.type in ASSIGNS and run(op):
       name = variable_of(op.inputs[0])
@@ -220,14 +225,6 @@ def _debiased(div, variable_of):
   momentum = _const(power.inputs[0])
   step = variable_of(_source(_through(power.inputs[1])))
   return None if momentum is None or step is None else (momentum, biased, step)
-
-
-def _through(tensor):
-  """The value behind Cast/Identity, and behind an assign's own output (a ref variable's
-  AssignSub returns the variable: the value read is the one just assigned)."""
-  while tensor.op.type in ("Cast", "Identity", "AssignSub", "AssignAdd") and tensor.op.inputs:
-    tensor = tensor.op.inputs[0]
-  return tensor
 
 
 def _is(tensor, name, variable_of):

@@ -99,6 +99,7 @@ def write(port, batches, path, *, replicas=2, steps=3):
                      "roles": settings.roles,
                      "batch_norm": [vars(b) for b in settings.batch_norm],
                      "layer_norm": [list(n) for n in settings.layer_norm],
+                     "label_smoothing": settings.label_smoothing,
                      "regularized": settings.regularization is not None}}
     with outputs.writing(final):
       with tf.io.gfile.GFile(posixpath.join(path, files.HEADER), "w") as f:
@@ -185,7 +186,8 @@ class Recorded:
         recorded["moving"], regularization, recorded.get("debiased", {}),
         recorded.get("unread", []), recorded.get("roles", {}),
         # A record from before the kit read them holds none: then not compared, and said.
-        [tuple(n) for n in recorded.get("layer_norm", [])])
+        [tuple(n) for n in recorded.get("layer_norm", [])],
+        recorded.get("label_smoothing", []))
 
   def trace(self):
     facts = dict(self.header["facts"])

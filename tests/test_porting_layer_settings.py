@@ -13,6 +13,7 @@ import tensorflow as tf
 
 import porting
 from porting import layer_mismatches
+from porting import layer_settings
 from tests import bn_momentum_port as bn
 from tests import dropout_adam_port as drop
 
@@ -267,3 +268,31 @@ def test_a_group_norms_epsilon_is_compared():
     porting.compare(port, drop.batches(1), replicas=1, steps=1)
   assert str(raised.value).startswith(
       "the layers' settings differ: group norm gn: epsilon TF1 1e-06, TF2 0.001"), raised.value
+
+
+def _smoothing_of(loss_fn):
+  """layer_settings' reading of the label smoothing of `loss_fn(logits, int labels)`, traced
+  as a TF2 step traces it."""
+  graph = tf.function(loss_fn).get_concrete_function(
+      tf.TensorSpec([4, 5], tf.float32), tf.TensorSpec([4], tf.int32)).graph
+  return layer_settings.read(graph.get_operations(), lambda t: None, set()).label_smoothing
+
+
+def test_label_smoothing_is_read_in_each_form_teams_wrote():
+  hot = lambda y: tf.one_hot(y, 5)
+  # tf.compat.v1.losses (slim's, Inception's): 1 - e held as a float32 constant.
+  tf1_losses = _smoothing_of(lambda x, y: tf.compat.v1.losses.softmax_cross_entropy(
+      hot(y), x, label_smoothing=0.2))
+  assert tf1_losses == [pytest.approx(0.2, abs=1e-7)]
+  assert _smoothing_of(lambda x, y: keras.losses.categorical_crossentropy(
+      hot(y), x, from_logits=True, label_smoothing=0.3)) == [pytest.approx(0.3, abs=1e-7)]
+  by_hand = lambda x, y: tf.nn.softmax_cross_entropy_with_logits(
+      labels=tf.stop_gradient(hot(y) * 0.9 + 0.1 / 5), logits=x)
+  assert _smoothing_of(by_hand) == [pytest.approx(0.1, abs=1e-7)]
+  assert _smoothing_of(lambda x, y: tf.nn.softmax_cross_entropy_with_logits(
+      labels=hot(y), logits=x)) == [0.0]
+  assert _smoothing_of(lambda x, y: tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=y, logits=x)) == [0.0]
+  # Labels of a form not read: None, never compared.
+  assert _smoothing_of(lambda x, y: tf.nn.softmax_cross_entropy_with_logits(
+      labels=tf.nn.softmax(hot(y) * 3.0), logits=x)) == [None]
