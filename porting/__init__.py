@@ -25,7 +25,9 @@
   matching    TF1 variable names to TF2 variables (the names the code gave, the order of use,
               creation order, shapes, a map; structure: pairing by the order each forward
               pass reads its variables, use_order, and names Keras or tf.layers numbered)
-  trace       what one side did in each step (losses, outputs, gradients, weights, slots)
+  trace       what one side did in each step (losses, outputs, gradients, weights, slots);
+              evidence: what the kit knows of a side, each fact declared (read, measured,
+              where the run was)
   report      the rows and the text
   screen      the report in at most 100 columns, the verdict and the causes first (what
               `python -m porting compare` prints; Report.text(width=...))

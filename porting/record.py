@@ -26,6 +26,7 @@ import posixpath
 import tensorflow as tf
 
 from porting import devices as replica_devices
+from porting import evidence
 from porting import hyperparameters
 from porting import layer_settings
 from tfbits import machine
@@ -190,7 +191,8 @@ class Recorded:
         recorded.get("label_smoothing", []))
 
   def trace(self):
-    facts = dict(self.header["facts"])
+    # A record keeps the facts its kit wrote: one a later kit no longer declares is left out.
+    facts = {k: v for k, v in self.header["facts"].items() if k in evidence.Evidence.names()}
     facts["random_draws"] = {int(i): [(kind, tuple(shape) if shape is not None else None)
                                       for kind, shape in draws]
                              for i, draws in facts.get("random_draws", {}).items()}

@@ -3,6 +3,8 @@
 import collections.abc
 import dataclasses
 
+from porting import evidence
+
 CHUNK = 64 << 20  # bytes of weights or slots read in one Session run
 
 
@@ -55,12 +57,17 @@ class Step:
 class Trace:
   """variables: [(name, shape)] in creation order; trainable: their trainable names;
   steps: one Step per step (compare() keeps each step's losses, outputs and rate, and step
-  0's gradients: the rows are taken as the steps run); facts: what the side's graph shows
+  0's gradients: the rows are taken as the steps run); facts: porting.evidence.Evidence,
+  what the side's graph shows
   ('fused_batch_norm', 'update_ops', its random draws) for the diagnosis."""
   variables: list
   trainable: list
   steps: list = dataclasses.field(default_factory=list)
-  facts: dict = dataclasses.field(default_factory=dict)
+  facts: evidence.Evidence = dataclasses.field(default_factory=evidence.Evidence)
+
+  def __post_init__(self):
+    if not isinstance(self.facts, evidence.Evidence):
+      self.facts = evidence.Evidence.of(self.facts)
 
 
 def chunked(run, tensors):
