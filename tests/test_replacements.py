@@ -107,3 +107,20 @@ def test_a_rotation_killed_inside_its_delete_leaves_nothing_after_a_start(tmp_pa
   assert sorted(tf.io.gfile.listdir(train_dir)) == [
       "checkpoint", "model.ckpt-57.data-00000-of-00001", "model.ckpt-57.index",
       "model.ckpt-58.data-00000-of-00001", "model.ckpt-58.index"]
+
+
+def test_the_version_folder_is_printed_in_one_write():
+  # print() wrote the path and its newline apart: unbuffered, a log line on stderr between
+  # the two spliced both into one line under `2>&1` (2 of 15 compat_v1.export runs).
+  class Recorder:
+    def __init__(self):
+      self.writes = []
+
+    def write(self, text):
+      self.writes.append(text)
+
+    def flush(self):
+      pass
+  out = Recorder()
+  export_folder.say("/tmp/models/200", out)
+  assert out.writes == ["/tmp/models/200\n"]

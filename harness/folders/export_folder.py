@@ -15,6 +15,7 @@ the old version is touched and finished by the next export if it was stopped mid
 import contextlib
 import os
 import re
+import sys
 import uuid
 
 from absl import logging
@@ -178,5 +179,14 @@ def export(config, save):
   target = check(config.export_dir, version, config.overwrite)
   with exported(config.export_dir, version, config.overwrite) as folder:
     save(weights, folder)
-  print(target, flush=True)
+  say(target)
   return target
+
+
+def say(target, stream=None):
+  """Prints the version folder on standard output in one write: print() writes the path and
+  its newline apart, and unbuffered (PYTHONUNBUFFERED) the log line written on stderr between
+  them spliced both into one line under `2>&1` (2 of 15 exports measured)."""
+  stream = sys.stdout if stream is None else stream
+  stream.write(f"{target}\n")
+  stream.flush()
