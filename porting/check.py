@@ -51,66 +51,15 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
   spec.Port.__post_init__(port)
   if not 0 <= tolerance < float("inf"):  # NaN fails this too
     raise PortError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
-  if record is not None:
-    if start_from is not None:
-      raise PortError("give start_from or record, not both: a record starts where it was "
-                      "recorded")
-    recorded = tf1_record.Recorded(record)
-    replicas, batch = recorded.replicas, recorded.batch
-  else:
-    batch = spec.batch_source(batches, steps)
-  devices = replica_devices.replica_devices(replicas)
-  tf2 = tf2_replicas.Replicas(port, replica_devices.strategy(devices))
-  first = spec.checked_batch(batch(0), 0, replicas)
-  towers = recorded if record is not None else tf1_towers.Towers(
-      port, devices, first, replica_devices.session_config(devices))
-  inner2 = loss_scales.tf2_inner(tf2.optimizer)  # the wrapped optimizer, under a loss scale
-  differ = hyperparameters.mismatches(towers.optimizer, inner2)
-  unread = [hyperparameters.unread(towers.optimizer, inner2)]
-  if port.tf1_gradients is not None:  # TF1's clipping is there, in code the kit cannot read
-    clips = [d for d in differ if d.startswith(hyperparameters.CLIPPING)]
-    differ = [d for d in differ if d not in clips]
-    tf2_clips = ", ".join(f"{c.split()[0]} {c.rsplit('TF2 ', 1)[1]}" for c in clips)
-    unread.append("what tf1_gradients makes of the towers' combined gradients (a clipping "
-                  "or any other transform): the kit does not read its code (TF2's clipping: "
-                  f"{tf2_clips or 'none'}); the steps' numbers compare them")
-  if differ:
-    towers.close()
-    raise PortError(f"the optimizers' hyper-parameters differ: {'; '.join(differ)}; set them "
-                    "alike in tf2_optimizer (or tf1_optimizer) before comparing")
-  scales = getattr(towers, "scaled_optimizer", None)  # a record keeps no loss scale
-  if scales is not None and loss_scales.mismatch(scales, tf2.optimizer):
-    towers.close()
-    raise PortError(loss_scales.mismatch(scales, tf2.optimizer))
-  scaled = None if scales is None else loss_scales.note(scales)
+  towers, tf2, batch, replicas = _open(port, batches, replicas, steps, start_from, record)
+  first = batch(0)
   try:
+    inner2, unread, scaled = _optimizers_checked(port, towers, tf2)
     pairing = []  # what the pairing could not read from names: said in the report
     pairs = matching.match(towers.variables(), tf2.variables(), port.variable_map,
                            use_order.of_sides(towers, tf2, first), pairing)
-    if record is not None:  # the TF2 side starts where the recorded towers started
-      recorded_start = towers.start()
-      start = {b: recorded_start[a] for a, b in pairs}
-      del recorded_start
-      tf2.assign(start)
-    elif start_from is None:
-      start = tf2.values()
-      towers.assign({a: start[b] for a, b in pairs})
-    else:
-      first_step = checkpoints.load_tf1(start_from, towers, tf2, pairs,
-                                        checkpoints.slot_pairs(towers, tf2, pairs))
-      start = tf2.values()
-    _start_averages(towers, tf2, pairs, start if start_from is None else
-                    checkpoints.averages_of(start_from, towers, pairs), record is None)
-    differ = ema_settings.differ(towers, tf2, pairs)
-    if differ:
-      raise PortError(differ)
-    settings = towers.settings(), tf2.settings(first)
-    differ = layer_mismatches.mismatches(*settings, pairs)
-    unread += (layer_mismatches.unread(*settings, pairs) + [_beside(towers)]
-               + ema_settings.unread(towers, tf2))
-    if differ:
-      raise PortError(f"the layers' settings differ: {'; '.join(differ)}; set them alike on "
-                      "both sides before comparing")
+    start, first_step = _started(towers, tf2, pairs, start_from, record)
+    settings = _settings_checked(towers, tf2, pairs, first, unread)
     trace1, trace2 = towers.trace(), tf2.trace()
     # Both sides ran under these (replica_devices.session_config hands them to the Session).
     trace1.facts["graph_rewrites"] = tf.config.optimizer.get_experimental_options()
@@ -118,8 +67,7 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
     combination = towers_combination(port, trace1)
     sides = stepping.Sides(towers, tf2, pairs, trace1, trace2)
     table, start = stepping.run(
-        sides, lambda s: first if s == 0 else spec.checked_batch(batch(s), s, replicas), steps,
-        factor=combination.loss_factor(replicas, port.gradient_reduction),
+        sides, batch, steps, factor=combination.loss_factor(replicas, port.gradient_reduction),
         optimizers=optimizers, start=start, settings=settings,
         # Kept where step 0's forward passes part, for the layers' comparison; a record's
         # towers cannot be probed.
@@ -143,6 +91,87 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
                            combination=combination)
   return Report(pairs, table, trace1, trace2, tolerance, found, replicas, where,
                 [line for line in unread if line], pairing)
+
+
+def _open(port, batches, replicas, steps, start_from, record):
+  """(the TF1 side: live towers or a record; the TF2 replicas; step -> its checked global
+  batch; N): a record's N and batches are its own."""
+  if record is not None:
+    if start_from is not None:
+      raise PortError("give start_from or record, not both: a record starts where it was "
+                      "recorded")
+    recorded = tf1_record.Recorded(record)
+    replicas, source = recorded.replicas, recorded.batch
+  else:
+    source = spec.batch_source(batches, steps)
+  devices = replica_devices.replica_devices(replicas)
+  tf2 = tf2_replicas.Replicas(port, replica_devices.strategy(devices))
+  first = spec.checked_batch(source(0), 0, replicas)
+  towers = recorded if record is not None else tf1_towers.Towers(
+      port, devices, first, replica_devices.session_config(devices))
+  batch = lambda s: first if s == 0 else spec.checked_batch(source(s), s, replicas)
+  return towers, tf2, batch, replicas
+
+
+def _optimizers_checked(port, towers, tf2):
+  """(TF2's optimizer as the kit reads it, the lines of what could not be compared, the loss
+  scale's note or None); PortError where the two optimizers' settings or loss scales differ."""
+  inner2 = loss_scales.tf2_inner(tf2.optimizer)  # the wrapped optimizer, under a loss scale
+  differ = hyperparameters.mismatches(towers.optimizer, inner2)
+  unread = [hyperparameters.unread(towers.optimizer, inner2)]
+  if port.tf1_gradients is not None:  # TF1's clipping is there, in code the kit cannot read
+    clips = [d for d in differ if d.startswith(hyperparameters.CLIPPING)]
+    differ = [d for d in differ if d not in clips]
+    tf2_clips = ", ".join(f"{c.split()[0]} {c.rsplit('TF2 ', 1)[1]}" for c in clips)
+    unread.append("what tf1_gradients makes of the towers' combined gradients (a clipping "
+                  "or any other transform): the kit does not read its code (TF2's clipping: "
+                  f"{tf2_clips or 'none'}); the steps' numbers compare them")
+  if differ:
+    raise PortError(f"the optimizers' hyper-parameters differ: {'; '.join(differ)}; set them "
+                    "alike in tf2_optimizer (or tf1_optimizer) before comparing")
+  scales = getattr(towers, "scaled_optimizer", None)  # a record keeps no loss scale
+  if scales is not None and loss_scales.mismatch(scales, tf2.optimizer):
+    raise PortError(loss_scales.mismatch(scales, tf2.optimizer))
+  return inner2, unread, None if scales is None else loss_scales.note(scales)
+
+
+def _started(towers, tf2, pairs, start_from, record):
+  """Both sides set to where the comparison starts: a record's starting weights, the TF2
+  model's initial ones, or the team's checkpoint (its weights, slots, step and averages).
+  Returns ({TF2 name: starting value}, the checkpoint's global step or None)."""
+  first_step = None
+  if record is not None:  # the TF2 side starts where the recorded towers started
+    recorded_start = towers.start()
+    start = {b: recorded_start[a] for a, b in pairs}
+    del recorded_start
+    tf2.assign(start)
+  elif start_from is None:
+    start = tf2.values()
+    towers.assign({a: start[b] for a, b in pairs})
+  else:
+    first_step = checkpoints.load_tf1(start_from, towers, tf2, pairs,
+                                      checkpoints.slot_pairs(towers, tf2, pairs))
+    start = tf2.values()
+  _start_averages(towers, tf2, pairs, start if start_from is None else
+                  checkpoints.averages_of(start_from, towers, pairs), record is None)
+  return start, first_step
+
+
+def _settings_checked(towers, tf2, pairs, first, unread):
+  """Both sides' layer settings (read from their graphs for the global batch `first`);
+  what could not be compared appended to `unread`; PortError where the EMAs' or the layers'
+  settings differ."""
+  differ = ema_settings.differ(towers, tf2, pairs)
+  if differ:
+    raise PortError(differ)
+  settings = towers.settings(), tf2.settings(first)
+  differ = layer_mismatches.mismatches(*settings, pairs)
+  unread += (layer_mismatches.unread(*settings, pairs) + [_beside(towers)]
+             + ema_settings.unread(towers, tf2))
+  if differ:
+    raise PortError(f"the layers' settings differ: {'; '.join(differ)}; set them alike on "
+                    "both sides before comparing")
+  return settings
 
 
 def towers_combination(port, trace1):

@@ -1,12 +1,16 @@
 """What the TF1 towers' graph shows, for the diagnosis (Trace.facts): how the towers were
 combined and whose updates the train op runs, where the regularization went, the layers from
-the loss down, the random draws, the EMA's settings, a fused batch norm."""
+the loss down, the random draws, the EMA's settings, a fused batch norm; and the layers'
+settings, compared with the port's before a step (`settings`)."""
 
 from porting import ema_settings
 from porting import graph_walks
+from porting import layer_settings
 from porting import layer_structure
 from porting import random_ops
 from porting import tf1_graph
+
+VARIABLE_OPS = ("VarHandleOp", "VariableV2", "Variable")  # the ops a TF1 variable is
 
 
 def read(graph, train_op, port, built, grads, regularization, source, ema):
@@ -28,3 +32,25 @@ def read(graph, train_op, port, built, grads, regularization, source, ema):
           "ema": ema_settings.read(ema) if ema is not None else None,
           "outputs_parts": built.parts,
           "fused_batch_norm": any(op.type.startswith("FusedBatchNorm") for op in ops)}
+
+
+def settings(towers):
+  """Tower 0's layer settings (layer_settings) of tf1_towers.Towers `towers`; the moving
+  averages the train op runs; the regularization's gradients at the current weights (None:
+  no REGULARIZATION_LOSSES)."""
+  names = {v.op.name for v in towers.model_variables}
+  trainable = set(towers.trainable)
+  runs = graph_walks.reached([towers.train_op])
+  ops = towers.graph.get_operations()
+  # The layers as tower 0 builds them, those the step runs (not a copy it never reaches:
+  # tf.keras 1.15's Sequential built with an input_shape makes one); the moving averages
+  # from whichever towers' updates the train op runs (what it reaches decides).
+  found = layer_settings.read(
+      [op for op in ops if op.name in runs and
+       graph_walks.forward(op, lambda name: not name.startswith("tower_0/"))],
+      lambda t: t.op.name if t.op.type in VARIABLE_OPS and t.op.name in names else None,
+      names - trainable, lambda op: op.name in runs,
+      updates=[op for op in ops if graph_walks.forward(op, lambda name: False)])
+  found.regularization = (towers.sess.run(towers.regularization) if towers.regularization
+                          else None)
+  return found

@@ -13,7 +13,6 @@ import tensorflow as tf
 from porting import adam_steps
 from porting import checkpoint_extras
 from porting import graph_walks
-from porting import layer_settings
 from porting import layer_probes
 from porting import loss_scales
 from porting import random_ops
@@ -27,7 +26,6 @@ from porting.trace import Step
 from porting.trace import Trace
 
 v1 = tf.compat.v1
-VARIABLE_OPS = ("VarHandleOp", "VariableV2", "Variable")
 GRAPH_SEED = 0
 
 
@@ -44,28 +42,14 @@ class Towers:
       # started from other weights, and a near-tie in a max pool could part the sides in one
       # run and not the next). A seed the team's code sets in its towers still wins.
       v1.set_random_seed(GRAPH_SEED)
-      # Static shapes, the global batch's: TF1 code reads its batch size from them
-      # (`images.get_shape()[0]`, a reshape to [batch, -1]) as it read its fixed-size queues'.
-      images = v1.placeholder(example[0].dtype, example[0].shape, "images")
-      labels = v1.placeholder(example[1].dtype, example[1].shape, "labels")
-      self.feeds = (images, labels)
-      # The kit's step number, which keys the aligned random draws (random_ops).
-      self.step_number = v1.placeholder_with_default(tf.constant(0, tf.int64), [], "step")
-      self.steps_run = 0
+      images, labels = self._feeds(example)
       source = (random_ops.Source(self.step_number) if port.random_ops == "aligned"
                 else None)
-      self.global_step = global_step = (port.tf1_global_step() if port.tf1_global_step
-                                        else v1.train.get_or_create_global_step())
-      optimizer = port.tf1_optimizer(global_step)  # it runs the step, a loss scale's too
-      self.scaled_optimizer = optimizer
-      self.optimizer = inner = loss_scales.tf1_inner(optimizer)  # what the kit reads
-      self.optimizer_class = type(inner).__name__
-      self.rate_variable = checkpoint_extras.rate_variable(inner)
+      optimizer = self._optimizer(port)
       before = set(v1.global_variables())
       combination = self.combination = port.combination
       built = tf1_graph.build(port, combination, devices, images, labels, source, optimizer)
-      self.losses, self.outputs, updates = built.losses, built.outputs, built.updates
-      regularization = built.regularization
+      self.losses, self.outputs = built.losses, built.outputs
       # Not Keras 3's SeedGenerator state (tf.keras layers in the towers under TF 2.16+: a
       # Dropout's random stream, which the kit's aligned draws replace and a port's Keras
       # model does not count among its weights either).
@@ -76,88 +60,112 @@ class Towers:
                         "tf.compat.v1.get_variable or tf.compat.v1.layers)")
       grads = tf1_update.combine(combination, built.tower_grads)
       self.gradients = {_name(v): g for g, v in grads}
-      self.learning_rate = tf1_update.rate(inner)
-      trainable = [v for _, v in grads]
-      ema = port.tf1_ema(global_step) if port.tf1_ema else None
-      # What the EMA averages: the trainable variables, or what tf1_ema_variables says
-      # (Inception: + tf.moving_average_variables()).
-      averaged = (list(port.tf1_ema_variables(trainable)) if port.tf1_ema_variables
-                  else trainable)
-      if ema is not None and port.ema_order == "before_update":
-        updates = updates + [ema.apply(averaged)]
-      applied = tf1_update.applied(port, grads)
-      # What tf1_gradients made of the combined gradients, read at step 0 (check.py).
-      self.transformed = ({_name(v): g for g, v in applied}
-                          if port.tf1_gradients is not None else None)
-      with tf.control_dependencies(updates):
-        self.train_op = optimizer.apply_gradients(applied, global_step=global_step)
-      if ema is not None and port.ema_order == "after_update":
-        with tf.control_dependencies([self.train_op]):
-          self.train_op = ema.apply(averaged)
-      self.averages = {_name(v): ema.average(v) for v in averaged} if ema else {}
+      self.learning_rate = tf1_update.rate(self.optimizer)
+      self.trainable = [_name(v) for _, v in grads]
+      ema = self._train_op(port, grads, built.updates, optimizer)
       if source is not None:  # a draw the step never runs is not one of its draws
         source.keep_reached(graph_walks.reached(
             [self.train_op] + [t.op for t in tf.nest.flatten([self.losses, self.outputs])
                                if tf.is_tensor(t)]))
       self.draw_feed = source.feed if source is not None else {}
+      inner = self.optimizer
       self.slots = {(_name(v), kind): inner.get_slot(v, kind)
                     for _, v in grads for kind in inner.get_slot_names()
                     if inner.get_slot(v, kind) is not None}
-      self.trainable = [_name(v) for _, v in grads]
       self.beta_powers = adam_steps.beta_powers(inner)
-      self.regularization = {}
-      self.regularization_loss = tf.add_n(regularization) if regularization else None
-      if regularization:
-        variables = [v for _, v in grads]
-        for v, g in zip(variables, tf.gradients(tf.add_n(regularization), variables)):
-          if g is not None:
-            self.regularization[_name(v)] = g
+      self._regularization(built.regularization, [v for _, v in grads])
       self.facts = tf1_facts.read(self.graph, self.train_op, port, built, grads,
-                                  regularization, source, ema)
+                                  built.regularization, source, ema)
       # Each layer's input and output in tower 0, fetched only to say where the forward
       # passes part (probe).
       self.probes = layer_probes.probes(
           [op for op in self.graph.get_operations()
            if graph_walks.forward(op, lambda name: not name.startswith("tower_0/"))],
-          lambda t: t.op.name if t.op.type in VARIABLE_OPS else None, set(self.trainable))
-      # Assignments made now: the graph is finalized before the Session runs.
-      self.all_variables = v1.global_variables()  # model, slots, global step
-      self.setters = {}
-      for v in self.all_variables:
-        value = v1.placeholder(v.dtype.base_dtype, v.shape)
-        self.setters[_name(v)] = (value, v.assign(value))
-      # A checkpoint a TF1 Saver restores: TF1 names, and the TF1 team's own Saver reads it.
-      self.saver = v1.train.Saver(self.all_variables)
-      # As a tf.train.Scaffold (Estimator, MonitoredSession) initializes: the feature columns'
-      # vocabulary tables too (a vocabulary_list column's lookup, else "Table not
-      # initialized"), and local variables.
-      init = tf.group(v1.global_variables_initializer(), v1.local_variables_initializer(),
-                      v1.tables_initializer())
+          lambda t: t.op.name if t.op.type in tf1_facts.VARIABLE_OPS else None, set(self.trainable))
+      init = self._assignments()
     self.graph.finalize()
     self.sess = v1.Session(graph=self.graph, config=session_config)
     self.sess.run(init)
+
+  def _feeds(self, example):
+    """The global batch's placeholders, shaped like `example`, and the kit's step number."""
+    # Static shapes, the global batch's: TF1 code reads its batch size from them
+    # (`images.get_shape()[0]`, a reshape to [batch, -1]) as it read its fixed-size queues'.
+    images = v1.placeholder(example[0].dtype, example[0].shape, "images")
+    labels = v1.placeholder(example[1].dtype, example[1].shape, "labels")
+    self.feeds = (images, labels)
+    # The kit's step number, which keys the aligned random draws (random_ops).
+    self.step_number = v1.placeholder_with_default(tf.constant(0, tf.int64), [], "step")
+    self.steps_run = 0
+    return images, labels
+
+  def _optimizer(self, port):
+    """The team's optimizer on its global step (a loss scale's, which runs the step); the
+    optimizer the kit reads is the one it wraps."""
+    self.global_step = (port.tf1_global_step() if port.tf1_global_step
+                        else v1.train.get_or_create_global_step())
+    optimizer = port.tf1_optimizer(self.global_step)
+    self.scaled_optimizer = optimizer
+    self.optimizer = inner = loss_scales.tf1_inner(optimizer)
+    self.optimizer_class = type(inner).__name__
+    self.rate_variable = checkpoint_extras.rate_variable(inner)
+    return optimizer
+
+  def _train_op(self, port, grads, updates, optimizer):
+    """The train op: the combined gradients as tf1_gradients makes them, applied after the
+    towers' updates, with the EMA where ema_order puts it; returns the EMA (or None)."""
+    trainable = [v for _, v in grads]
+    ema = port.tf1_ema(self.global_step) if port.tf1_ema else None
+    # What the EMA averages: the trainable variables, or what tf1_ema_variables says
+    # (Inception: + tf.moving_average_variables()).
+    averaged = (list(port.tf1_ema_variables(trainable)) if port.tf1_ema_variables
+                else trainable)
+    if ema is not None and port.ema_order == "before_update":
+      updates = updates + [ema.apply(averaged)]
+    applied = tf1_update.applied(port, grads)
+    # What tf1_gradients made of the combined gradients, read at step 0 (check.py).
+    self.transformed = ({_name(v): g for g, v in applied}
+                        if port.tf1_gradients is not None else None)
+    with tf.control_dependencies(updates):
+      self.train_op = optimizer.apply_gradients(applied, global_step=self.global_step)
+    if ema is not None and port.ema_order == "after_update":
+      with tf.control_dependencies([self.train_op]):
+        self.train_op = ema.apply(averaged)
+    self.averages = {_name(v): ema.average(v) for v in averaged} if ema else {}
+    return ema
+
+  def _regularization(self, regularization, variables):
+    """The regularization losses' sum and each variable's gradient of it alone."""
+    self.regularization = {}
+    self.regularization_loss = tf.add_n(regularization) if regularization else None
+    if regularization:
+      for v, g in zip(variables, tf.gradients(tf.add_n(regularization), variables)):
+        if g is not None:
+          self.regularization[_name(v)] = g
+
+  def _assignments(self):
+    """Every variable's setter, the Saver and the initializer, made before the graph is
+    finalized; returns the initializer."""
+    self.all_variables = v1.global_variables()  # model, slots, global step
+    self.setters = {}
+    for v in self.all_variables:
+      value = v1.placeholder(v.dtype.base_dtype, v.shape)
+      self.setters[_name(v)] = (value, v.assign(value))
+    # A checkpoint a TF1 Saver restores: TF1 names, and the TF1 team's own Saver reads it.
+    self.saver = v1.train.Saver(self.all_variables)
+    # As a tf.train.Scaffold (Estimator, MonitoredSession) initializes: the feature columns'
+    # vocabulary tables too (a vocabulary_list column's lookup, else "Table not
+    # initialized"), and local variables.
+    return tf.group(v1.global_variables_initializer(), v1.local_variables_initializer(),
+                    v1.tables_initializer())
 
   def variables(self):
     return [(_name(v), tuple(v.shape.as_list())) for v in self.model_variables]
 
   def settings(self):
-    """Tower 0's layer settings (layer_settings); the moving averages the train op runs; the
-    regularization's gradients at the current weights (None: no REGULARIZATION_LOSSES)."""
-    names = {_name(v) for v in self.model_variables}
-    trainable = set(self.trainable)
-    runs = graph_walks.reached([self.train_op])
-    ops = self.graph.get_operations()
-    # The layers as tower 0 builds them, those the step runs (not a copy it never reaches:
-    # tf.keras 1.15's Sequential built with an input_shape makes one); the moving averages
-    # from whichever towers' updates the train op runs (what it reaches decides).
-    found = layer_settings.read(
-        [op for op in ops if op.name in runs and
-         graph_walks.forward(op, lambda name: not name.startswith("tower_0/"))],
-        lambda t: t.op.name if t.op.type in VARIABLE_OPS and t.op.name in names else None,
-        names - trainable, lambda op: op.name in runs,
-        updates=[op for op in ops if graph_walks.forward(op, lambda name: False)])
-    found.regularization = self.sess.run(self.regularization) if self.regularization else None
-    return found
+    """Tower 0's layer settings, the moving averages the train op runs, the regularization's
+    gradients at the current weights (tf1_facts.settings)."""
+    return tf1_facts.settings(self)
 
   def assign(self, values):
     """Sets the variables named in `values` ({TF1 name: array}, cast to each variable's

@@ -67,8 +67,8 @@ def _is_xdist_controller(config):
 # Three workers when pytest-xdist is there, on 2 cores: much of the suite waits on child
 # processes (a cluster job's start, a peer's timeout, a signal's delivery), and a third
 # worker fills those waits. Measured on 2 cores, the whole suite: 313-316 s with two workers,
-# 286-295 s with three, 334 s with four (contention: ~100 s more CPU); the fast tier
-# (in-process, CPU-bound) 89 s with two or three. Without xdist, one process, where `-n 2` in
+# 286-295 s with three, 334 s with four (contention: ~100 s more CPU); again at 1,112 tests
+# on a 2-core AVX-512 EPYC: 450 s with three (885 s of CPU, 196%), 477 s with four (942 s). Without xdist, one process, where `-n 2` in
 # addopts made pytest refuse to start. `-n 0` (or any -n) still decides.
 WORKERS = 3
 
