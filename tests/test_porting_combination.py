@@ -174,3 +174,30 @@ def test_a_record_keeps_the_towers_combination_and_replays_it(tmp_path):
                            steps=2)
   assert report.tf1.facts["combination"] == porting.MODEL_DEPLOY.record()
   assert report.equal, report.text()
+
+
+def _rows(report):
+  return [(r.step, r.kind, r.tf1, r.diff.max_abs) for r in report.rows]
+
+
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
+def test_horovod_and_sync_replicas_run_their_own_arithmetic():
+  """Horovod's DistributedOptimizer on TF1 (average=True) is the tutorial's arithmetic with
+  rank 0's updates; SyncReplicasOptimizer's accumulator averages the workers' gradients as
+  average_gradients does, and every worker's UPDATE_OPS run. Held against the tutorial's form
+  on tests/bn_momentum_port.py (a batch norm, momentum): each side as its script combines."""
+  from tests import bn_momentum_port as bn  # pylint: disable=g-import-not-at-top
+  compare = lambda form: porting.compare(bn.port(tf1_towers=form), bn.batches(2), replicas=2,
+                                         steps=2)
+  tutorial, horovod, sync = (compare(f) for f in (porting.AVERAGE_GRADIENTS, porting.HOROVOD,
+                                                  porting.SYNC_REPLICAS))
+  assert horovod.tf1.facts["combination"]["name"] == "horovod DistributedOptimizer"
+  assert _rows(horovod) == _rows(tutorial) and horovod.hints == tutorial.hints
+  # SyncReplicas: the same gradients and trained weights as the tutorial's towers; its moving
+  # statistics every worker's, racing, and named so.
+  moving = lambda r: "moving_" in r[2]
+  assert [r for r in _rows(sync) if not moving(r)] == [
+      r for r in _rows(tutorial) if not moving(r)]
+  assert max(r[3] for r in _rows(sync) if moving(r)) > 1e-3
+  assert [h for h in sync.hints if h.startswith(
+      "batch-norm moving statistics: the TF1 train op runs the UPDATE_OPS of every tower's")]
