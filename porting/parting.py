@@ -52,11 +52,20 @@ class Parting:
     return where
 
 
-def _forward(step, probes1, probes2, pairs, order, reads=None):
+# Where the step's loss or outputs are this far apart (relative), a layer apart by no more
+# than ROUNDING is not where they part: a fused TF1 batch norm rounds 1e-7 at the first
+# layer while a loss left unmasked is 0.14 apart at the head, and the line sent a team to
+# the first layer.
+FAR = 1e-3
+ROUNDING = 1e-5
+
+
+def _forward(step, probes1, probes2, pairs, order, reads=None, floor=0.0):
   """The forward Parting at `step` from both sides' probes (TF1 names; `order` from the loss
   down), or a plain forward Parting where no layer can be compared; `reads` {variable: k} of
-  those read k times, said where they are (a probe compares a variable's first read)."""
-  where = _forward_layers(step, probes1, probes2, pairs, order)
+  those read k times, said where they are (a probe compares a variable's first read); a
+  layer apart by at most `floor` (relative) counts as the same."""
+  where = _forward_layers(step, probes1, probes2, pairs, order, floor)
   if reads and where.detail:
     names = sorted(reads, key=lambda n: (-reads[n], n))
     where.detail += (f"; {', '.join(names[:2])}{', ...' if len(names) > 2 else ''} "
@@ -67,8 +76,20 @@ def _forward(step, probes1, probes2, pairs, order, reads=None):
   return where
 
 
-def _forward_layers(step, probes1, probes2, pairs, order):
+def _forward_layers(step, probes1, probes2, pairs, order, floor=0.0):
   to2 = dict(pairs)
+  rounded = 0.0  # the largest difference of the layers passed as the same (within `floor`)
+
+  def same(x, y):
+    nonlocal rounded
+    if np.array_equal(x, y):
+      return True
+    rel = diffs.diff(x, y).max_rel
+    if rel <= floor:
+      rounded = max(rounded, rel)
+      return True
+    return False
+
   # Weights one side's probes read and the other's do not, or outside the TF1 order (a
   # recurrent cell's, read inside its loop): no layer of theirs is compared, and a parting
   # "before" a layer may lie in one of them.
@@ -96,14 +117,16 @@ def _forward_layers(step, probes1, probes2, pairs, order):
         skipped.append(f"{name} ({'outputs' if which == 2 else 'inputs'} TF1 "
                        f"{list(np.shape(a[which]))}, TF2 {list(np.shape(b[which]))})")
       continue
-    same_in = np.array_equal(a[1], b[1])
-    same_out = np.array_equal(a[2], b[2])
+    same_in = same(a[1], b[1])
+    same_out = same(a[2], b[2])
     if same_in and same_out:
       before, skipped = name, []
       continue
-    after = "every layer before it the same bits" if before else "the first layer compared"
+    bits = (f"the same bits or rounding apart (up to {rounded:.2g} relative)" if rounded else
+            "the same bits")
+    after = f"every layer before it {bits}" if before else "the first layer compared"
     if skipped:
-      after = ("every layer compared before it the same bits" if before else after) + (
+      after = (f"every layer compared before it {bits}" if before else after) + (
           f"; before it, layers the kit could not compare: {_listed(skipped)}")
     if same_in:
       rel = diffs.diff(a[2], b[2]).max_rel
@@ -114,15 +137,17 @@ def _forward_layers(step, probes1, probes2, pairs, order):
     where = f"between {before}'s layer and {name}'s" if before else f"before {name}'s layer"
     return Parting(step, "forward", name, rel=rel, detail=(
         f"{where}: {name}'s layer's input is {rel:.2g} relative apart"
-        + (f" while {before}'s output is the same bits" if before else "") +
+        + (f" while {before}'s output is {bits}" if before else "") +
         (f" (in between, layers the kit could not compare: {_listed(skipped)})" if skipped else
          " (what is there reads no weight of a layer compared: an activation, a pooling, a "
          "dropout, a reshape, an embedding's lookup, a normalization's statistics"
          + (f"; or a layer of weights the kit compares no layer of: {_listed(uncompared)}"
             if uncompared else "") + ")")))
   if before is not None:
+    bits = (f"the same bits or rounding apart, up to {rounded:.2g} relative" if rounded else
+            "the same bits")
     return Parting(step, "forward", detail=(
-        f"after the last layer compared ({before}'s, the same bits): in what follows it "
+        f"after the last layer compared ({before}'s, {bits}): in what follows it "
         "(the head, the loss" + (f"; and layers the kit could not compare: "
                                  f"{_listed(skipped)}" if skipped else "")
         + (f"; or a layer of weights the kit compares no layer of: {_listed(uncompared)}"
@@ -143,8 +168,9 @@ def first_parting(bad, table, structure_fact, probes1=None, probes2=None, pairs=
   at = [r for r in bad if r.step == step]
   if any(r.kind in ("loss", "outputs") for r in at):
     if step == 0 and probes1 and probes2 and structure_fact:
+      far = any(r.kind in ("loss", "outputs") and r.diff.max_rel > FAR for r in at)
       return _forward(step, probes1, probes2, pairs, structure_fact["order"],
-                      structure_fact.get("reads"))
+                      structure_fact.get("reads"), ROUNDING if far else 0.0)
     return Parting(step, "forward")
   if not any(r.kind == "gradient" for r in at):
     first = min(at, key=lambda r: ("weight", "slot", "average").index(r.kind)
