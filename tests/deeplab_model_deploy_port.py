@@ -19,8 +19,9 @@ end_learning_rate=0, power=0.9), behind its slow-start tf.where).
 
 Not modelled: train.py's gradient multipliers (get_model_gradient_multipliers doubles every
 variable with 'biases' in its name, here the logits' biases, through
-slim.learning.multiply_gradients after optimize_clones): the kit's Port has no place for a
-step between the combined gradients and apply_gradients.
+slim.learning.multiply_gradients after optimize_clones): left out on both sides to keep the
+port small; Port.tf1_gradients is where a team writes it (with its port scaling the same
+gradients), as a clipping between the combined gradients and apply_gradients is written.
 
 The kit feeds one integer label per example; both sides make the same per-pixel map from it
 (`label_map`): a fixed pattern of classes, with a fixed pattern of pixels at ignore_label.
