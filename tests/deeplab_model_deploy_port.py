@@ -39,6 +39,7 @@ import tensorflow as tf
 import porting
 from porting import tf1_layers
 from porting.optimizers import TF1Momentum
+from tests import helpers
 
 v1 = tf.compat.v1
 SIZE, FILTERS, CLASSES = 8, 4, 3
@@ -208,7 +209,4 @@ def port(**changes):
 
 
 def batches(replicas, steps=3, seed=0):
-  rng = np.random.default_rng(seed)
-  n = replicas * PER_REPLICA
-  return [(rng.normal(size=(n, SIZE, SIZE, 3)).astype(np.float32),
-           rng.integers(0, CLASSES, size=n).astype(np.int32)) for _ in range(steps)]
+  return helpers.image_batches(replicas, PER_REPLICA, SIZE, CLASSES, steps, seed)

@@ -13,15 +13,14 @@ TF2: the same layers in Keras 3, the replica's smoothed cross-entropies summed o
 batch, the L2 terms on replica 0 only, porting.TF1Momentum (TF1's accumulator convention).
 """
 
-import functools
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 import porting
 from porting import tf1_layers
 from porting.optimizers import TF1Momentum
+from tests import helpers
 
 v1 = tf.compat.v1
 SIZE, CONV1, CONV2, HIDDEN, CLASSES = 16, 4, 8, 32, 10
@@ -136,7 +135,4 @@ def port(**changes):
 
 
 def batches(replicas, steps=3, seed=0):
-  rng = np.random.default_rng(seed)
-  n = replicas * PER_REPLICA
-  return [(rng.normal(size=(n, SIZE, SIZE, 3)).astype(np.float32),
-           rng.integers(0, CLASSES, size=n).astype(np.int32)) for _ in range(steps)]
+  return helpers.image_batches(replicas, PER_REPLICA, SIZE, CLASSES, steps, seed)
