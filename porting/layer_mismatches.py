@@ -74,6 +74,13 @@ def unread(tf1, tf2, pairs):
     out.append(f"layer, group and instance norms: TF1 {len(ln1)} recognised "
                f"({_norms(ln1)}), TF2 {len(ln2)} ({_norms(ln2)}); their epsilons are not "
                "compared, the steps' numbers are")
+  s1, s2 = getattr(tf1, "label_smoothing", []), getattr(tf2, "label_smoothing", [])
+  if len(s1) != len(s2):  # a record from before the kit read them holds none
+    out.append(f"label smoothing: TF1 {len(s1)} softmax cross-entropies read, TF2 {len(s2)}; "
+               "not compared, the steps' numbers are")
+  elif any(a is None or b is None for a, b in zip(s1, s2)):
+    out.append("label smoothing: the labels of a softmax cross-entropy in a form the kit does "
+               "not recognise; not compared there, the steps' numbers are")
   return out
 
 

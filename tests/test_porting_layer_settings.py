@@ -296,3 +296,17 @@ def test_label_smoothing_is_read_in_each_form_teams_wrote():
   # Labels of a form not read: None, never compared.
   assert _smoothing_of(lambda x, y: tf.nn.softmax_cross_entropy_with_logits(
       labels=tf.nn.softmax(hot(y) * 3.0), logits=x)) == [None]
+
+
+def test_label_smoothing_the_kit_could_not_read_is_said_not_compared():
+  read = lambda smoothing: layer_settings.Settings([], [], {}, label_smoothing=smoothing)
+  # Never "differs": two counts apart (a record from before the kit read them) or a form
+  # not recognised on one side is not compared, and the report says so.
+  assert layer_mismatches.mismatches(read([]), read([0.1]), []) == []
+  (line,) = layer_mismatches.unread(read([]), read([0.1]), [])
+  assert line == ("label smoothing: TF1 0 softmax cross-entropies read, TF2 1; not compared, "
+                  "the steps' numbers are")
+  assert layer_mismatches.mismatches(read([None]), read([0.1]), []) == []
+  (line,) = layer_mismatches.unread(read([None]), read([0.1]), [])
+  assert "not recognise; not compared there" in line
+  assert layer_mismatches.unread(read([0.1]), read([0.1]), []) == []
