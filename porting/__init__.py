@@ -21,7 +21,8 @@
               (tf2_step: the step, one tf.function over the replicas; keras_variables: its
               variables and slots by name)
   loss_scales float16 ports: TF1's MixedPrecisionLossScaleOptimizer against Keras's
-              LossScaleOptimizer, unwrapped, compared, the gradients unscaled
+              LossScaleOptimizer, unwrapped, compared, the gradients unscaled; precision:
+              the dtype each side computes in, and the rounding bound read at it
   matching    TF1 variable names to TF2 variables (the names the code gave, the order of use,
               creation order, shapes, a map; structure: pairing by the order each forward
               pass reads its variables, use_order, and names Keras or tf.layers numbered)
@@ -35,8 +36,9 @@
   diagnosis   the known causes of a difference, named where the numbers fit: one rule a
               cause over typed Observations (causes/: towers, scale, batch_norm,
               gradients, updates, optimizers, averages, machines: a record from another
-              TensorFlow or CPU; random_causes: draws not shared; penalties: an L2
-              penalty written into one side's loss only), each giving findings: a line
+              TensorFlow or CPU, precision; random_causes: draws not shared; penalties: an
+              L2 penalty written into one side's loss only; projections: gradients
+              projected on each other), each giving findings: a line
               that knows its kind (its rule, or where the bits part when none fits)
   unexplained the line where no cause fits (parting's place, how to narrow it)
   parting     where the bits first part when no cause fits: the step; the first layer whose

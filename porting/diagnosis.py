@@ -19,6 +19,8 @@ import numpy as np
 from porting import combination as combination_lib
 from porting import findings
 from porting import parting
+from porting import precision as precision_lib
+from porting import projections
 from porting import random_causes
 from porting import unexplained
 from porting.causes import averages
@@ -28,22 +30,21 @@ from porting.causes import gradients
 from porting.causes import machines
 from porting.causes import optimizers
 from porting.causes import outputs
+from porting.causes import precision as precision_causes
 from porting.causes import scale
 from porting.causes import towers
 from porting.causes import updates
-from porting.diffs import flat
 
-ROUNDING = 1e-5  # max rel of a difference that is rounding, not a different computation
 NOISE = 1e-2  # max rel from which a vanishing gradient's difference is its values' noise
 
 # The order the report lists them in; a rule may read what earlier ones found (obs.fired).
-RULES = (outputs.structure, towers.later_towers, combination_causes.transformed_scale,
-         combination_causes.summed_towers, scale.gradient_scale, scale.uniform_scale,
-         scale.loss_only, scale.regularization, combination_causes.regularization_placement,
-         scale.penalty_by_hand,
+RULES = (outputs.structure, precision_causes.other_precisions, towers.later_towers,
+         combination_causes.transformed_scale, combination_causes.summed_towers,
+         scale.gradient_scale, scale.uniform_scale, scale.loss_only, scale.regularization,
+         combination_causes.regularization_placement, scale.penalty_by_hand,
          optimizers.learning_rate, batch_norm.fused, batch_norm.other_towers,
          batch_norm.update_rounding, averages.read_order, gradients.vanishing_only,
-         gradients.fused_bias, gradients.gradient_sums,
+         gradients.fused_bias, gradients.gradient_sums, precision_causes.low_precision,
          scale.not_a_power_of_two, averages.follow_the_weights,
          optimizers.adam_one_minus_beta, optimizers.adam_beta_powers, optimizers.momentum,
          optimizers.rmsprop, optimizers.sparse_update, machines.other_runtime)
@@ -51,15 +52,8 @@ RULES = (outputs.structure, towers.later_towers, combination_causes.transformed_
 # (Observations.update_apart), which they cannot explain.
 ROUNDING_RULES = (scale.loss_only, batch_norm.fused, batch_norm.update_rounding,
                   gradients.vanishing_only, gradients.fused_bias, gradients.gradient_sums,
-                  scale.not_a_power_of_two, optimizers.sparse_update, machines.other_runtime)
-
-
-
-def _dot(xs, ys):
-  """The dot product of two lists of arrays, variable by variable (no concatenated float64
-  copy of a 100M-parameter model's gradients: its sums of float32 products decide ratios to
-  5%, which float32 carries)."""
-  return sum(float(np.dot(flat(x), flat(y))) for x, y in zip(xs, ys))
+                  precision_causes.low_precision, scale.not_a_power_of_two,
+                  optimizers.sparse_update, machines.other_runtime)
 
 
 @dataclasses.dataclass
@@ -99,6 +93,16 @@ class Observations:
     self.loss_factor = self.combination.loss_factor(self.n, self.reduction)
 
   @functools.cached_property
+  def precision(self):
+    """The narrowest float dtype either side's step computes in (porting.precision)."""
+    return precision_lib.of(self.tf1.facts.get("precision"), self.tf2.facts.get("precision"))
+
+  @property
+  def bound(self):
+    """The relative difference that is rounding at that precision: every rule's ROUNDING."""
+    return precision_lib.bound(self.precision)
+
+  @functools.cached_property
   def transform(self):
     """The one factor by which tf1_gradients scaled the combined gradients at step 0 (1.0:
     none, or it left them as they were); None where it did more than scale them (a clipping
@@ -107,14 +111,7 @@ class Observations:
     if not transformed:
       return None
     g1 = [self.first1.gradients[k] for k in self.names if k in transformed]
-    t = [transformed[k] for k in self.names if k in transformed]
-    den = _dot(g1, g1)
-    if den == 0:
-      return None
-    c = _dot(t, g1) / den
-    residual = sum(float(np.dot(flat(b) - c * flat(a), flat(b) - c * flat(a)))
-                   for a, b in zip(g1, t))
-    return c if residual <= (1e-5 * c) ** 2 * den else None
+    return projections.factor(g1, [transformed[k] for k in self.names if k in transformed])
 
   @functools.cached_property
   def ratio(self):
@@ -123,7 +120,7 @@ class Observations:
     if self.n == 1 or not any(np.any(g) for g in g1):
       return None
     g2 = [self.first2.gradients[self.to2[k]] for k in self.names]
-    return _dot(g2, g1) / _dot(g1, g1)
+    return projections.projection(g1, g2)
 
   @property
   def scaled(self):
@@ -153,7 +150,7 @@ class Observations:
                         "(a fetched tensor keeps grappler from fusing its ops)")
       return where
     return parting.first_parting(bad, self.table, self.tf1.facts.get("structure"),
-                                 probes, self.tf2.facts.get("probes"), self.pairs)
+                                 probes, self.tf2.facts.get("probes"), self.pairs, self.bound)
 
   @functools.cached_property
   def update_apart(self):
@@ -167,13 +164,13 @@ class Observations:
   @functools.cached_property
   def vanishing(self):
     """The TF1 variables whose gradient vanishes at a step: values and difference both within
-    ROUNDING of the step's largest gradient (a bias before a batch norm: mathematically 0,
+    the rounding bound (self.bound) of the step's largest gradient (a bias before a batch norm: mathematically 0,
     its values rounding noise on both sides, so any relative difference, and so are the
     weight and the slots that noise moves)."""
     # Each step's largest TF1 gradient, kept as the steps ran (step 0's where the record
     # or trace holds no more).
     largest = self.tf1.facts.get("largest_gradient") or [self.largest]
-    floor = lambda step: ROUNDING * (largest[step] if step < len(largest) else 0.0)
+    floor = lambda step: self.bound * (largest[step] if step < len(largest) else 0.0)
     # At any step: a gradient that is 0 but for rounding at step 2 (a second layer's
     # attention key bias, the same bits until then) is noise there as well.
     # Noise, not a small gradient: the two sides apart by a share of the values themselves
@@ -182,9 +179,11 @@ class Observations:
             r.diff.max_rel >= NOISE and r.diff.max_abs <= floor(r.step) and
             r.diff.max_abs <= floor(r.step) * r.diff.max_rel}
 
-  def rounding(self, rows, bound=ROUNDING):
-    """Whether every row of `rows` is at most rounding apart: `bound` relative, or a
-    variable's whose gradient vanishes (its gradient, weight, slots and average)."""
+  def rounding(self, rows, bound=None):
+    """Whether every row of `rows` is at most rounding apart: `bound` relative (the
+    comparison's, self.bound, by default), or a variable's whose gradient vanishes (its
+    gradient, weight, slots and average)."""
+    bound = self.bound if bound is None else bound
     return all(r.diff.max_rel <= bound or self._noise(r) for r in rows)
 
   def fired(self, *rules):

@@ -51,6 +51,8 @@ class Evidence:
   sparse_gradients: list = _fact("read", "TF2 variables whose tape gradient is sparse")
   graph_rewrites: dict = _fact("read", "grappler's options both sides ran under")
   loss_scale: str = _fact("read", "the TF2 side's loss scale, as the report says it")
+  precision: str = _fact("read", "the narrowest float dtype the side's step computes in "
+                         "(porting.precision: float16 in a mixed-precision port)")
   # measured
   transformed: dict = _fact("measured", "what tf1_gradients made of step 0's gradients")
   regularization_loss: float = _fact("measured", "step 0's regularization loss, TF1")

@@ -14,6 +14,7 @@ import dataclasses
 import numpy as np
 
 from porting import diffs
+from porting import precision
 
 
 @dataclasses.dataclass
@@ -52,12 +53,12 @@ class Parting:
     return where
 
 
-# Where the step's loss or outputs are this far apart (relative), a layer apart by no more
-# than ROUNDING is not where they part: a fused TF1 batch norm rounds 1e-7 at the first
+# Where the step's loss or outputs are this far apart (relative; at least the comparison's
+# rounding bound, porting.precision), a layer apart by no more than that bound is not where
+# they part: a fused TF1 batch norm rounds 1e-7 at the first
 # layer while a loss left unmasked is 0.14 apart at the head, and the line sent a team to
 # the first layer.
 FAR = 1e-3
-ROUNDING = 1e-5
 
 
 def _forward(step, probes1, probes2, pairs, order, reads=None, floor=0.0):
@@ -159,18 +160,21 @@ def _listed(names):
   return ", ".join(names[:3]) + (f", and {len(names) - 3} more" if len(names) > 3 else "")
 
 
-def first_parting(bad, table, structure_fact, probes1=None, probes2=None, pairs=()):
+def first_parting(bad, table, structure_fact, probes1=None, probes2=None, pairs=(),
+                  bound=precision.ROUNDING):
   """The Parting of rows `bad` (those outside the tolerance) of `table`, or None; `probes1`,
-  `probes2` the two sides' step-0 layer probes (TF1, TF2 names), `pairs` the variables'."""
+  `probes2` the two sides' step-0 layer probes (TF1, TF2 names), `pairs` the variables';
+  `bound` the comparison's rounding (porting.precision)."""
   if not bad:
     return None
   step = min(r.step for r in bad)
   at = [r for r in bad if r.step == step]
   if any(r.kind in ("loss", "outputs") for r in at):
     if step == 0 and probes1 and probes2 and structure_fact:
-      far = any(r.kind in ("loss", "outputs") and r.diff.max_rel > FAR for r in at)
+      far = any(r.kind in ("loss", "outputs") and r.diff.max_rel > max(FAR, bound)
+                for r in at)
       return _forward(step, probes1, probes2, pairs, structure_fact["order"],
-                      structure_fact.get("reads"), ROUNDING if far else 0.0)
+                      structure_fact.get("reads"), bound if far else 0.0)
     return Parting(step, "forward")
   if not any(r.kind == "gradient" for r in at):
     first = min(at, key=lambda r: ("weight", "slot", "average").index(r.kind)

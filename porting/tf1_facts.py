@@ -7,6 +7,7 @@ from porting import ema_settings
 from porting import graph_walks
 from porting import layer_settings
 from porting import layer_structure
+from porting import precision
 from porting import random_ops
 from porting import tf1_graph
 
@@ -31,7 +32,8 @@ def read(graph, train_op, port, built, grads, regularization, source, ema):
           "random_escaped": random_ops.escaped(ops),
           "ema": ema_settings.read(ema) if ema is not None else None,
           "outputs_parts": built.parts,
-          "fused_batch_norm": any(op.type.startswith("FusedBatchNorm") for op in ops)}
+          "fused_batch_norm": any(op.type.startswith("FusedBatchNorm") for op in ops),
+          "precision": precision.narrowest(ops)}
 
 
 def settings(towers):

@@ -18,6 +18,7 @@ import tensorflow as tf
 from porting import graph_walks
 from porting import layer_settings
 from porting import loss_scales
+from porting import precision
 from porting import random_ops
 from porting import tf2_step
 from porting.errors import PortError
@@ -85,6 +86,7 @@ class Replicas:
     # the kit did not draw.
     self.source = random_ops.Source(None) if port.random_ops == "aligned" else None
     self.escaped = None
+    self.precision = None  # the narrowest float dtype the traced step computes in
     self.error = None  # the kit's own line for a fault found while tracing
     self.sparse = set()  # the variables whose tape gradient is IndexedSlices (an embedding's)
     self.output_parts = []  # what replica 0 returns as its outputs (spec.loss_and_outputs)
@@ -111,6 +113,7 @@ class Replicas:
             "random_draws": ({i: list(d) for i, d in self.source.drawn.items()}
                              if self.source else {}),
             "random_escaped": self.escaped or [],
+            "precision": self.precision or precision.FLOAT32,
             "sparse_gradients": sorted(self.sparse), "outputs_parts": self.output_parts}
 
   def apart(self):
@@ -138,6 +141,7 @@ class Replicas:
       graph = self._step.get_concrete_function(*args).graph
     if self.escaped is None:
       self.escaped = random_ops.escaped(graph.get_operations())
+      self.precision = precision.narrowest(graph.get_operations())
     return graph
 
   @contextlib.contextmanager

@@ -2,8 +2,12 @@
 to narrow it, and what the numbers show besides (a fused TF1 batch norm, the first difference
 past rounding, gradients that are noise). porting.diagnosis adds it where no rule's line fits."""
 
+from porting import precision
+
 PAST = 1e-3  # max rel from which a difference is no rounding of float32's, however grown
-KERNELS = 1e-4  # max rel of a parting that another kernel or graph rewrite may explain
+# (in float16 the comparison's bound is larger: past that, porting.precision)
+KERNELS = 1e-4  # max rel of a parting that another kernel or graph rewrite may explain (at
+# float32; in float16 as many of its epsilons)
 
 
 def line(obs):
@@ -15,7 +19,7 @@ def line(obs):
   # difference of 0.3 relative is no kernel's.
   size = (where.rel if where is not None and where.rel else
           obs.worst(obs.bad, obs.start) or first.diff.max_rel)
-  small = size <= KERNELS
+  small = size <= KERNELS * precision.epsilons(obs.precision)
   return ("not explained: no known cause fits; " + (
       where.line() if where is not None else
       f"the first difference is at step {first.step}, {first.kind} of {first.tf1}, "
@@ -49,7 +53,7 @@ def _past_rounding(obs):
   if not first or not obs.rounding(first):
     return ""
   noise = obs._noise  # pylint: disable=protected-access
-  past = [r for r in obs.bad if r.diff.max_rel > PAST and not noise(r) and (
+  past = [r for r in obs.bad if r.diff.max_rel > max(PAST, obs.bound) and not noise(r) and (
       r.step > obs.start or r.kind in kinds[3:])]
   if not past:
     return ""

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from cifar10 import losses
 from cifar10 import model
-from porting.diagnosis import ROUNDING
+from porting.precision import ROUNDING
 
 
 def _batch(n, seed):

@@ -53,6 +53,7 @@ class _Moving:
     self.bad = self.early = [report_lib.Row(0, kind, name, name, Diff(rel, rel, 3))
                              for kind, name, rel in rows]
     self.start = 0
+    self.bound = 1e-5  # float32's rounding (porting.precision)
 
   def fired(self, *rules):  # pylint: disable=unused-argument
     return False

@@ -38,6 +38,7 @@ class _Obs:
 
   largest = 1.0  # step 0's largest gradient
   vanishing = frozenset()
+  bound = 1e-5  # float32's rounding (porting.precision)
   rounding = diagnosis.Observations.rounding
   _noise = diagnosis.Observations._noise  # pylint: disable=protected-access
   noise_note = diagnosis.Observations.noise_note

@@ -17,4 +17,8 @@ it does not. porting.diagnosis.RULES runs them in the order the report lists the
   averages      the EMA: read at another point of the step; apart only as far as the weights
                 they average
   machines      a TF1 side recorded on another TensorFlow, kernel family or CPU
+  precision     the two sides computing in other dtypes (float16 towers, a float32 port);
+                every difference within float16's rounding where either computes in it
+
+Each reads "rounding" at the comparison's precision (Observations.bound: porting.precision).
 """

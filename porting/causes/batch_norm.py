@@ -1,7 +1,6 @@
 """Causes in batch norm's moving statistics: a fused TF1 batch norm, the statistics of
 another tower than replica 0's, and updates that differ only by their rounding."""
 
-ROUNDING = 1e-5
 MOVING = ("moving_mean", "moving_variance")
 
 
@@ -40,7 +39,7 @@ def other_towers(obs):
   towers = obs.tf1.facts.get("update_towers", [0])
   # Beside a fused kernel too: its rounding and unbiased variance do not move the means.
   if not moving or not _other_towers_run(obs) or (
-      all(r.diff.max_rel <= ROUNDING for r in moving)):
+      all(r.diff.max_rel <= obs.bound for r in moving)):
     return []
   which = ("every tower's, with no order between them" if len(towers) == n else
            " and ".join(f"tower {t}'s" + (" (the last)" if t == n - 1 else "")
@@ -75,17 +74,17 @@ def update_rounding(obs):
   TF1 does.)"""
   moving = _moving(obs)
   if obs.fired(fused, other_towers) or (
-      not moving) or not all(r.diff.max_rel <= ROUNDING for r in moving if r in obs.early) or (
+      not moving) or not all(r.diff.max_rel <= obs.bound for r in moving if r in obs.early) or (
           min(r.step for r in moving) > obs.start) or any(
               r.step == obs.start and r.kind in ("loss", "outputs", "gradient")
               for r in obs.bad):
     return []
-  later = any(r.diff.max_rel > ROUNDING for r in obs.bad if r not in obs.early)
+  later = any(r.diff.max_rel > obs.bound for r in obs.bad if r not in obs.early)
   # A training step's forward pass reads the batch's statistics, not the moving ones: a
   # loss, output or gradient past rounding is something else (a ResNet's fp16 "sum" idiom at
   # N = 2, its gradients 4e-4 apart from step 1, had this line alone).
   beyond = [r for r in obs.bad if r.kind in ("loss", "outputs", "gradient") and
-            r.diff.max_rel > ROUNDING and not obs.rounding([r])]
+            r.diff.max_rel > obs.bound and not obs.rounding([r])]
   first = min(beyond, key=lambda r: (r.step, r.kind != "loss")) if beyond else None
   return ["moving statistics differ by rounding: TF1's batch norm updates them as "
           "v - (v - x)(1 - m), Keras 3's as v m + x (1 - m), up to "

@@ -7,7 +7,6 @@ import fractions
 
 import numpy as np
 
-ROUNDING = 1e-5
 
 
 def transformed_scale(obs):
@@ -61,7 +60,7 @@ def regularization_placement(obs):
   d = [float(np.float64(a) - obs.loss_factor * np.float64(b)) for a, b in zip(l1, l2)]
   size = max(abs(r), max(abs(float(x)) for x in l1))
   step0 = [row for row in obs.table if row.step == 0 and row.kind in ("gradient", "outputs")]
-  if not any(abs(x) > ROUNDING * size for x in d) or abs(sum(d)) > 1e-4 * size or not (
+  if not any(abs(x) > obs.bound * size for x in d) or abs(sum(d)) > 1e-4 * size or not (
       obs.rounding(step0)):
     return []
   shares = [x * n / r for x in d]

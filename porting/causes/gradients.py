@@ -7,7 +7,6 @@ import numpy as np
 from porting.causes import averages
 from porting.causes import machines
 
-ROUNDING = 1e-5
 
 
 def _first_gradients(obs):
@@ -22,7 +21,7 @@ def _first_gradients(obs):
 def _rounding(obs, rows):
   # Against the step's largest gradient: a bias followed by batch norm has a gradient of 0
   # up to rounding, and there the difference is all there is.
-  return all(r.diff.max_abs <= ROUNDING * obs.largest for r in rows)
+  return all(r.diff.max_abs <= obs.bound * obs.largest for r in rows)
 
 
 def _forward_same(obs, s):
@@ -94,7 +93,7 @@ def gradient_sums(obs):
   # Averages a cause before this one named (their EMA read at another point) are not left
   # for it.
   named = obs.fired(averages.read_order)
-  later = [r for r in obs.bad if r.step > s and r.diff.max_rel > ROUNDING and
+  later = [r for r in obs.bad if r.step > s and r.diff.max_rel > obs.bound and
            not obs.rounding([r]) and not (named and r.kind == "average")]
   if later:
     first = min(later, key=lambda r: (r.step, -r.diff.max_rel))

@@ -2,7 +2,6 @@
 powers, MomentumOptimizer's accumulator against Keras SGD's velocity, RMSProp's mean square
 and epsilon, an embedding's gradient applied row by row."""
 
-ROUNDING = 1e-5
 
 
 def learning_rate(obs):
@@ -97,15 +96,15 @@ def momentum(obs):
   rates = obs.rates[0]
   change = next((s for s in range(1, len(rates)) if rates[s] != rates[s - 1]), None)
   rounding = [r for r in rows if r.step <= first + 1]
-  if first >= 1 and all(r.diff.max_rel <= ROUNDING for r in rounding):
+  if first >= 1 and all(r.diff.max_rel <= obs.bound for r in rounding):
     line = ("momentum: MomentumOptimizer keeps accum = m accum + g and steps "
             "-lr accum, Keras SGD keeps v = m v - lr g and steps +v; the same update, "
             "rounded differently from the second step on (and a different one "
             "whenever the rate changes: v is -lr x accum only at a constant rate), up "
             f"to {obs.worst(rounding):.2g} relative")
-  elif change is not None and all(r.diff.max_rel <= ROUNDING for r in obs.bad
+  elif change is not None and all(r.diff.max_rel <= obs.bound for r in obs.bad
                                    if r.step < change) and any(
-      r.diff.max_rel > ROUNDING for r in rows if r.step >= change):
+      r.diff.max_rel > obs.bound for r in rows if r.step >= change):
     # Rounding before the change may be another cause's (a U-Net's penalty sums at step 0,
     # 2 ULPs): what parts past it once the rate moves is still this one.
     line = ("momentum: MomentumOptimizer keeps accum = m accum + g and steps -lr accum, "
@@ -161,7 +160,7 @@ def sparse_update(obs):
   summed = [r for r in at if r.kind == "gradient"]
   if not all(r.tf2.split(":")[0] in sparse and (
       r.kind in ("weight", "slot", "average") or
-      (r.kind == "gradient" and obs.n > 1 and r.diff.max_rel <= ROUNDING)) for r in at):
+      (r.kind == "gradient" and obs.n > 1 and r.diff.max_rel <= obs.bound)) for r in at):
     return []
   names = sorted({r.tf1.split(":")[0] for r in at})
   if summed:
@@ -179,7 +178,7 @@ def sparse_update(obs):
           "are (a row whose index the batch holds k times is updated with each of its k "
           "parts), where TF1 sums a row's k parts first (average_gradients makes them dense) "
           "and updates it once")
-  if all(r.diff.max_rel <= ROUNDING for r in at):
+  if all(r.diff.max_rel <= obs.bound for r in at):
     kind = "for SGD, rounding" if obs.optimizers[1] == "SGD" else "rounding"
     return [f"{head}: {kind}. The port is not at fault; compare with a tolerance "
             "of that size (under gradient_reduction='mean' the kit hands the optimizer dense "

@@ -9,7 +9,6 @@ from porting.causes import combination as combination_causes
 from porting.causes import towers
 from porting.diffs import flat
 
-ROUNDING = 1e-5
 
 
 def _close(parts, rel=0.05):
@@ -85,7 +84,7 @@ def loss_only(obs):
   lambda x (l2_loss(W) + l2_loss(b)) against Keras regularizers' per-variable terms, the
   loss 1 ULP apart from step 1, everything else the same bits."""
   if not obs.bad or any(r.kind != "loss" for r in obs.bad) or not all(
-      r.diff.max_rel <= ROUNDING for r in obs.bad):
+      r.diff.max_rel <= obs.bound for r in obs.bad):
     return []
   return [f"only the losses differ, by rounding (up to {obs.worst(obs.bad):.2g} relative), "
           "with every output, gradient, weight and slot within the tolerance: the two "
@@ -168,7 +167,7 @@ def not_a_power_of_two(obs):
   """Dividing by N x B and by N rounds where N is not a power of two."""
   n = obs.n
   if not (n & (n - 1)) or obs.reduction != "sum" or obs.scaled or not all(
-      r.diff.max_rel <= ROUNDING for r in obs.early):
+      r.diff.max_rel <= obs.bound for r in obs.early):
     return []
   towers_ = ("each tower's mean over B averaged over N" if obs.combination.gradients == "mean"
              else f"the towers' arithmetic ({obs.combination.describe(n)})")

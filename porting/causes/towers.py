@@ -6,7 +6,6 @@ tower k > 0 carries none); read whole, every earlier tower's losses too."""
 
 import numpy as np
 
-ROUNDING = 1e-5
 
 
 def later_towers(obs):
@@ -25,10 +24,10 @@ def later_towers(obs):
     return []
   # A replica's loss on its tower's scale, as the report's rows compare them.
   d = [float(np.float64(a) - obs.loss_factor * np.float64(b)) for a, b in zip(l1, l2)]
-  size = lambda i: ROUNDING * max(abs(float(l1[i])), 1e-30)
+  size = lambda i: obs.bound * max(abs(float(l1[i])), 1e-30)
   outputs = [r for r in obs.table if r.step == 0 and r.kind == "outputs"]
   if abs(d[0]) > size(0) or not all(abs(x) > size(i) for i, x in enumerate(d) if i) or any(
-      r.diff.max_rel > ROUNDING for r in outputs):
+      r.diff.max_rel > obs.bound for r in outputs):
     return []
   apart = ", ".join(f"tower_{i} {x:+.4g}" for i, x in enumerate(d) if i)
   head = (f"the TF1 towers after the first count their losses otherwise: at step 0 tower_0's "

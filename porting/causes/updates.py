@@ -4,7 +4,6 @@ clipping by each variable's norm against by the global norm, a decay of the weig
 formula). Read for optimizers whose step is linear in the gradients; said by porting.parting
 as where the bits part, and it keeps the rounding causes from being named over it."""
 
-ROUNDING = 1e-5
 # Keras optimizers whose step moves a weight by the rate times a sum of gradients: a
 # difference in the gradients moves the weights by at most UPDATE_SLACK x the rate x it
 # (momentum's and Nesterov's factors). Adam's, RMSProp's and Adagrad's steps are not
@@ -22,7 +21,7 @@ def apart(obs):
   s = obs.start
   # Only past a forward pass and gradients at most rounding apart: where those differ more,
   # a clipping by their norm on both sides scales two different norms.
-  if obs.worst(obs.table, s) > ROUNDING:
+  if obs.worst(obs.table, s) > obs.bound:
     return []
   rate = max(abs(obs.rates[0][s]), abs(obs.rates[1][s]))
   rows = {(r.step, r.kind, r.tf1): r for r in obs.table}
@@ -30,7 +29,7 @@ def apart(obs):
   for name in obs.names:
     w, g = rows.get((s, "weight", name)), rows.get((s, "gradient", name))
     if w is None or g is None or w.diff.shape_mismatch or w.diff.nonfinite or (
-        g.diff.shape_mismatch or g.diff.nonfinite or w.diff.max_rel <= ROUNDING):
+        g.diff.shape_mismatch or g.diff.nonfinite or w.diff.max_rel <= obs.bound):
       continue
     before = rows.get((s - 1, "weight", name))
     moved = rate * g.diff.max_abs
