@@ -7,6 +7,7 @@ could not be read; `text()` renders it whole or to a width (porting.screen).
 
 import dataclasses
 
+from porting import precision
 from porting import report
 from porting import screen
 
@@ -88,6 +89,9 @@ class Report:
     notes += [f"pairing: {line}" for line in self.pairing]
     if "loss_scale" in self.tf2.facts:
       notes.append(self.tf2.facts["loss_scale"])
+    said = precision.note(self.tf1.facts.get("precision"), self.tf2.facts.get("precision"))
+    if said:
+      notes.append(said)
     apart = self.tf2.facts.get("replicas_apart", {})
     if apart:
       names = ", ".join(f"{n} (up to {d:.3g})" for n, d in list(apart.items())[:3])

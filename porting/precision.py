@@ -54,3 +54,17 @@ def _eps(dtype):
   if dtype == "bfloat16":
     return 2.0 ** -7  # numpy has no bfloat16: 8 bits of significand
   return float(np.finfo(np.dtype(dtype)).eps)
+
+
+def note(tf1, tf2):
+  """The report's line on the precisions where either side computes narrower than float32
+  (None otherwise): what the causes read rounding at."""
+  narrow = of(tf1, tf2)
+  if narrow == FLOAT32:
+    return None
+  sides = (f"both sides compute in {narrow}" if tf1 == tf2 else
+           f"TF1 computes in {tf1 or 'a precision not recorded'}, TF2 in {tf2}")
+  return (f"precision: {sides} (the narrowest float dtype of each side's graph ops); a "
+          f"difference is read as rounding within {bound(narrow):.2g} relative, float32's "
+          f"{ROUNDING:g} in {narrow}'s epsilons (the tolerance and the ULP columns stay the "
+          "rows' own: the values compared are float32)")

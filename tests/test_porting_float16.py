@@ -45,6 +45,8 @@ def test_a_float16_port_apart_by_float16_rounding_is_said_so_with_where_it_parts
   assert "between bn/beta's layer and dense/kernel's" in line, line
   worst = max(r.diff.max_rel for r in report.rows if r.step <= 1)
   assert 1e-5 < worst < precision.bound("float16") / 10  # past float32's, within float16's
+  assert any(n.startswith("precision: both sides compute in float16 (") and
+             "rounding within 0.082 relative" in n for n in report.notes())
 
 
 @pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
@@ -70,6 +72,8 @@ def test_a_port_left_in_float32_is_named_as_computing_in_another_precision():
       "the two sides compute in other precisions: TF1 in float16, TF2 in float32")
   # The TF1 side casts the images to float16 before its first layer: there they part.
   assert "before conv/kernel's layer" in report.findings[0]
+  assert any(n.startswith("precision: TF1 computes in float16, TF2 in float32")
+             for n in report.notes())
 
 
 @pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)

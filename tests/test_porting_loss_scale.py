@@ -18,6 +18,8 @@ def test_a_float16_port_scaled_alike_is_the_same_bits_and_says_its_scale():
   assert any(line.startswith("loss scale, the same on both sides: dynamic from 32768, x2 "
                              "after 2000 finite steps") for line in report.notes())
   assert not any("current_loss_scale" in line for line in report.unread)  # said, not listed
+  # Equal to the bit, and the precision it computes in said beside the verdict.
+  assert any(n.startswith("precision: both sides compute in float16") for n in report.notes())
   gradients = [r for r in report.rows if r.kind == "gradient"]
   assert gradients and all(r.diff.max_abs == 0 for r in gradients)
 
