@@ -16,6 +16,10 @@ import numpy as np
 
 ROUNDING = 1e-5  # max rel of a difference that is rounding at float32, not another computation
 FLOAT32 = "float32"
+# bfloat16's 84 epsilons would be 0.66: a loss scaled by 1/2 on one side would read as its
+# rounding. No bound is taken above this, where a factor of a port's own (a rate 10% off,
+# 1/N of a loss) is still told from rounding.
+CEILING = 0.1
 # Narrowest first: the comparison reads its rounding at the first of these either side uses.
 _NARROW = ("bfloat16", "float16", "float32", "float64")
 
@@ -41,8 +45,16 @@ def epsilons(dtype):
 
 
 def bound(dtype):
-  """The relative difference that is rounding where the narrowest dtype is `dtype`."""
-  return ROUNDING * epsilons(dtype)
+  """The relative difference that is rounding where the narrowest dtype is `dtype`: float32's
+  ROUNDING in its epsilons, never above CEILING."""
+  return min(ROUNDING * epsilons(dtype), CEILING)
+
+
+def said(dtype):
+  """The bound at `dtype` as a line says it: the number and where it comes from."""
+  scaled = ROUNDING * epsilons(dtype)
+  return (f"{bound(dtype):.2g}, float32's {ROUNDING:g} in {dtype}'s epsilons" +
+          (f" ({scaled:.2g}) held at {CEILING:g}" if scaled > CEILING else ""))
 
 
 def in_epsilons(rel, dtype):
@@ -65,6 +77,5 @@ def note(tf1, tf2):
   sides = (f"both sides compute in {narrow}" if tf1 == tf2 else
            f"TF1 computes in {tf1 or 'a precision not recorded'}, TF2 in {tf2}")
   return (f"precision: {sides} (the narrowest float dtype of each side's graph ops); a "
-          f"difference is read as rounding within {bound(narrow):.2g} relative, float32's "
-          f"{ROUNDING:g} in {narrow}'s epsilons (the tolerance and the ULP columns stay the "
-          "rows' own: the values compared are float32)")
+          f"difference is read as rounding within {said(narrow)} (the tolerance and the ULP "
+          "columns stay the rows' own: the values compared are float32)")

@@ -14,8 +14,7 @@ def _sides(obs):
 def _size(obs, worst):
   narrow = obs.precision
   return (f"up to {worst:.2g} relative, {precision_lib.in_epsilons(worst, narrow):.2g} of "
-          f"{narrow}'s epsilon; its rounding bound is {obs.bound:.2g}, float32's "
-          f"{precision_lib.ROUNDING:g} scaled by the epsilons")
+          f"{narrow}'s epsilon; its rounding bound is {precision_lib.said(narrow)}")
 
 
 def _where(obs):
