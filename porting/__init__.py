@@ -43,7 +43,8 @@
   unexplained the line where no cause fits (parting's place, how to narrow it)
   parting     where the bits first part when no cause fits: the step; the first layer whose
               output parts from the same input (both sides' layers probed from step 0's
-              weights: layer_probes); the first gradient from the loss down, the tensors
+              weights: layer_probes; loss_terms: the loss as the terms its additions add,
+              measured); the first gradient from the loss down, the tensors
               used k times there (layer_structure: the towers' layers from the loss down,
               read once from tower 0's forward ops)
   hyperparameters  the two optimizers' settings, compared before a step runs (ema_settings:

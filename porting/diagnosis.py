@@ -150,7 +150,9 @@ class Observations:
                         "(a fetched tensor keeps grappler from fusing its ops)")
       return where
     return parting.first_parting(bad, self.table, self.tf1.facts.get("structure"),
-                                 probes, self.tf2.facts.get("probes"), self.pairs, self.bound)
+                                 probes, self.tf2.facts.get("probes"), self.pairs, self.bound,
+                                 (self.tf1.facts.get("loss_terms"),
+                                  self.tf2.facts.get("loss_terms")))
 
   @functools.cached_property
   def update_apart(self):

@@ -62,6 +62,8 @@ class Evidence:
   penalty_frameworks: dict = _fact("measured", "each side's framework penalty as c x w")
   probes: dict = _fact("measured", "step 0's layers probed one by one; None: the probe "
                        "gave other bits than the step")
+  loss_terms: tuple = _fact("measured", "step 0's loss as the scalar terms its additions add: "
+                            "(form, [(value, op)]) (porting.loss_terms)")
   replicas_apart: dict = _fact("measured", "TF2 variables whose replicas' copies differ")
   # where
   machine: str = _fact("where", "the machine line of the TF2 side's run")

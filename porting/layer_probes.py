@@ -5,7 +5,8 @@ porting.parting compares them. A fetched tensor can keep grappler from fusing it
 probe counts only where it gives the step's own losses on both sides.
 
   probes(ops, variable_of, names)   the first op reading each variable: the layer
-  tf1_probe, tf2_probe              one side's step 0 again, its layers' inputs and outputs
+  tf1_probe, tf2_probe              one side's step 0 again, its layers' inputs and outputs,
+                                    and its loss's terms (porting.loss_terms)
   probe_both                        both, into the traces' facts
 """
 
@@ -13,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from porting import graph_walks
+from porting import loss_terms
 from porting import random_ops
 from porting import spec
 from porting.keras_variables import numpy_of as _numpy
@@ -58,9 +60,11 @@ def tf1_probe(towers, images, labels):
   input, output)})."""
   feed = {towers.feeds[0]: images, towers.feeds[1]: labels, towers.step_number: 0,
           **towers.draw_feed}
-  losses, values = towers.sess.run(
-      [towers.losses, {n: (x, y) for n, (_, x, y) in towers.probes.items()}], feed)
-  return losses, {n: (towers.probes[n][0], x, y) for n, (x, y) in values.items()}
+  form, leaves = towers.loss_terms
+  losses, values, terms = towers.sess.run(
+      [towers.losses, {n: (x, y) for n, (_, x, y) in towers.probes.items()}, leaves], feed)
+  return (losses, {n: (towers.probes[n][0], x, y) for n, (x, y) in values.items()},
+          loss_terms.measured(form, leaves, terms, losses[0]))
 
 
 def tf2_probe(replicas, images, labels):
@@ -94,20 +98,23 @@ def tf2_probe(replicas, images, labels):
         ops = [op for op in graph.get_operations()[before:]
                if graph_walks.forward(op, lambda name: name.startswith("replica_"))]
         found.update(probes(ops, lambda t: captured.get(id(t)), names))
+        terms[:] = [loss_terms.split(loss)]
       return loss
 
     x, y = replicas.strategy.experimental_distribute_values_from_function(slice_of)
     loss = replicas.strategy.run(replica, (x, y))
     # Replica 0's tensors, of the same graph: returned by the function, not per replica.
-    return loss, {k: (v[1], v[2]) for k, v in found.items()}
+    return loss, {k: (v[1], v[2]) for k, v in found.items()}, terms[0][1]
 
-  found = {}
+  found, terms = {}, []
   with random_ops.aligned(replicas.source):
-    loss, values = tf.function(forward)(tf.constant(images), tf.constant(labels),
-                                        tf.constant(0, tf.int64))
+    loss, values, leaves = tf.function(forward)(tf.constant(images), tf.constant(labels),
+                                                tf.constant(0, tf.int64))
   local = replicas.strategy.experimental_local_results
   first = {k: (found[k][0], _numpy(x), _numpy(y)) for k, (x, y) in values.items()}
-  return [_numpy(l) for l in local(loss)], first
+  form, traced = terms[0]
+  losses = [_numpy(l) for l in local(loss)]
+  return losses, first, loss_terms.measured(form, traced, [_numpy(t) for t in leaves], losses[0])
 
 
 def probe_both(towers, tf2, pairs, start, batch, trace1, trace2):
@@ -116,10 +123,11 @@ def probe_both(towers, tf2, pairs, start, batch, trace1, trace2):
   its step 0 gave; else the facts say the probe could not reproduce the step."""
   towers.assign({a: start[b] for a, b in pairs})
   tf2.assign(start)
-  losses1, probes1 = tf1_probe(towers, *batch)
-  losses2, probes2 = tf2_probe(tf2, *batch)
+  losses1, probes1, terms1 = tf1_probe(towers, *batch)
+  losses2, probes2, terms2 = tf2_probe(tf2, *batch)
   same = lambda xs, ys: all(np.array_equal(x, y) for x, y in zip(xs, ys))
   if same(losses1, trace1.steps[0].losses) and same(losses2, trace2.steps[0].losses):
     trace1.facts["probes"], trace2.facts["probes"] = probes1, probes2
+    trace1.facts["loss_terms"], trace2.facts["loss_terms"] = terms1, terms2
   else:
     trace1.facts["probes"] = None  # measured: the probe is another computation

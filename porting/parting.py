@@ -14,6 +14,7 @@ import dataclasses
 import numpy as np
 
 from porting import diffs
+from porting import loss_terms
 from porting import precision
 
 
@@ -32,6 +33,7 @@ class Parting:
   detail: str = ""
   inexact: int = 0  # of the gradients above: within the tolerance, not the same bits
   forward_inexact: bool = False  # the step's forward pass: within the tolerance, not the same
+  head: bool = False  # parts after the last layer compared: in the head or the loss
 
   def line(self):
     if self.kind == "forward":
@@ -147,7 +149,7 @@ def _forward_layers(step, probes1, probes2, pairs, order, floor=0.0):
   if before is not None:
     bits = (f"the same bits or rounding apart, up to {rounded:.2g} relative" if rounded else
             "the same bits")
-    return Parting(step, "forward", detail=(
+    return Parting(step, "forward", head=True, detail=(
         f"after the last layer compared ({before}'s, {bits}): in what follows it "
         "(the head, the loss" + (f"; and layers the kit could not compare: "
                                  f"{_listed(skipped)}" if skipped else "")
@@ -161,10 +163,11 @@ def _listed(names):
 
 
 def first_parting(bad, table, structure_fact, probes1=None, probes2=None, pairs=(),
-                  bound=precision.ROUNDING):
+                  bound=precision.ROUNDING, terms=(None, None)):
   """The Parting of rows `bad` (those outside the tolerance) of `table`, or None; `probes1`,
   `probes2` the two sides' step-0 layer probes (TF1, TF2 names), `pairs` the variables';
-  `bound` the comparison's rounding (porting.precision)."""
+  `bound` the comparison's rounding (porting.precision); `terms` the two sides' step-0 loss
+  terms (porting.loss_terms), said where the bits part after the last layer compared."""
   if not bad:
     return None
   step = min(r.step for r in bad)
@@ -173,8 +176,12 @@ def first_parting(bad, table, structure_fact, probes1=None, probes2=None, pairs=
     if step == 0 and probes1 and probes2 and structure_fact:
       far = any(r.kind in ("loss", "outputs") and r.diff.max_rel > max(FAR, bound)
                 for r in at)
-      return _forward(step, probes1, probes2, pairs, structure_fact["order"],
-                      structure_fact.get("reads"), bound if far else 0.0)
+      where = _forward(step, probes1, probes2, pairs, structure_fact["order"],
+                       structure_fact.get("reads"), bound if far else 0.0)
+      head = loss_terms.said(*terms) if where.head else None
+      if head is not None:
+        where.detail += f"; measured at step 0: {head.text}"
+      return where
     return Parting(step, "forward")
   if not any(r.kind == "gradient" for r in at):
     first = min(at, key=lambda r: ("weight", "slot", "average").index(r.kind)

@@ -14,6 +14,7 @@ from porting import adam_steps
 from porting import checkpoint_extras
 from porting import graph_walks
 from porting import layer_probes
+from porting import loss_terms
 from porting import loss_scales
 from porting import random_ops
 from porting import tf1_facts
@@ -76,12 +77,13 @@ class Towers:
       self._regularization(built.regularization, [v for _, v in grads])
       self.facts = tf1_facts.read(self.graph, self.train_op, port, built, grads,
                                   built.regularization, source, ema)
-      # Each layer's input and output in tower 0, fetched only to say where the forward
-      # passes part (probe).
+      # Each layer's input and output in tower 0, and its loss's terms, fetched only to say
+      # where the forward passes part (probe).
       self.probes = layer_probes.probes(
           [op for op in self.graph.get_operations()
            if graph_walks.forward(op, lambda name: not name.startswith("tower_0/"))],
           lambda t: t.op.name if t.op.type in tf1_facts.VARIABLE_OPS else None, set(self.trainable))
+      self.loss_terms = loss_terms.split(self.losses[0])
       init = self._assignments()
     self.graph.finalize()
     self.sess = v1.Session(graph=self.graph, config=session_config)

@@ -4,6 +4,7 @@ that is not a power of two under TF2's loss-over-the-global-batch idiom."""
 
 import numpy as np
 
+from porting import loss_terms
 from porting import penalties
 from porting.causes import combination as combination_causes
 from porting.causes import towers
@@ -86,12 +87,17 @@ def loss_only(obs):
   if not obs.bad or any(r.kind != "loss" for r in obs.bad) or not all(
       r.diff.max_rel <= obs.bound for r in obs.bad):
     return []
+  # Measured where step 0's losses part (the probe's terms): which of those it is.
+  terms = loss_terms.said(obs.tf1.facts.get("loss_terms"), obs.tf2.facts.get("loss_terms"))
+  how = ("the two losses compute the same value by other operations (a penalty lambda x "
+         "(l2_loss(W) + l2_loss(b)) against a regularizer per variable, Keras's Huber "
+         "against tf.losses.huber_loss, terms added in another order)")
+  if terms is not None:
+    how = (f"measured at step 0, {terms.text}" if terms.kind == "sums_apart" else
+           f"{how}; measured at step 0, {terms.text}")
   return [f"only the losses differ, by rounding (up to {obs.worst(obs.bad):.2g} relative), "
-          "with every output, gradient, weight and slot within the tolerance: the two "
-          "losses compute the same value by other operations (a penalty lambda x "
-          "(l2_loss(W) + l2_loss(b)) against a regularizer per variable, Keras's Huber "
-          "against tf.losses.huber_loss, terms added in another order); the steps are the "
-          "same. The port is not at fault; compare with a tolerance of that size"]
+          f"with every output, gradient, weight and slot within the tolerance: {how}; the "
+          "steps are the same. The port is not at fault; compare with a tolerance of that size"]
 
 
 def regularization(obs):
