@@ -16,13 +16,15 @@
   tf1_towers  the TF1 side: towers in a graph, a Session (tf1_graph: the towers built as
               the script builds them; tf1_update: each tower's loss as its combination makes
               it, their gradients combined, the script's tf1_gradients, the optimizer's rate;
-              tf1_facts: what its graph shows the diagnosis)
+              tf1_facts: what its graph shows the diagnosis; tf1_state: its variables
+              read, set and saved by name)
   tf2_replicas the TF2 side: MirroredStrategy, a tape per replica, a Keras optimizer
               (tf2_step: the step, one tf.function over the replicas; keras_variables: its
               variables and slots by name)
   loss_scales float16 ports: TF1's MixedPrecisionLossScaleOptimizer against Keras's
               LossScaleOptimizer, unwrapped, compared, the gradients unscaled; precision:
-              the dtype each side computes in, and the rounding bound read at it
+              the dtype each side computes in, and the rounding bound read at it;
+              mixed_precision_rewrite: TF1's graph rewrite, kept to the TF1 Session
   matching    TF1 variable names to TF2 variables (the names the code gave, the order of use,
               creation order, shapes, a map; structure: pairing by the order each forward
               pass reads its variables, use_order, and names Keras or tf.layers numbered)

@@ -89,6 +89,8 @@ class Report:
     notes += [f"pairing: {line}" for line in self.pairing]
     if "loss_scale" in self.tf2.facts:
       notes.append(self.tf2.facts["loss_scale"])
+    if "mixed_precision_rewrite" in self.tf1.facts:
+      notes.append(self.tf1.facts["mixed_precision_rewrite"])
     said = precision.note(self.tf1.facts.get("precision"), self.tf2.facts.get("precision"))
     if said:
       notes.append(said)

@@ -53,6 +53,8 @@ class Evidence:
   loss_scale: str = _fact("read", "the TF2 side's loss scale, as the report says it")
   precision: str = _fact("read", "the narrowest float dtype the side's step computes in "
                          "(porting.precision: float16 in a mixed-precision port)")
+  mixed_precision_rewrite: str = _fact("read", "TF1's Session runs grappler's mixed-precision "
+                                       "rewrite: what it does there")
   # measured
   transformed: dict = _fact("measured", "what tf1_gradients made of step 0's gradients")
   regularization_loss: float = _fact("measured", "step 0's regularization loss, TF1")

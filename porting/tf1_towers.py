@@ -16,9 +16,11 @@ from porting import graph_walks
 from porting import layer_probes
 from porting import loss_terms
 from porting import loss_scales
+from porting import mixed_precision_rewrite
 from porting import random_ops
 from porting import tf1_facts
 from porting import tf1_graph
+from porting import tf1_state
 from porting import tf1_update
 from porting.errors import PortError
 from porting.trace import Lazy
@@ -30,11 +32,22 @@ v1 = tf.compat.v1
 GRAPH_SEED = 0
 
 
-class Towers:
+class Towers(tf1_state.State):
   """The graph and Session of `port`'s TF1 side on `devices`, fed global batches shaped like
   `example` ((images, labels) numpy arrays)."""
 
   def __init__(self, port, devices, example, session_config):
+    # The team's code may switch grappler's mixed-precision rewrite on for the process: its
+    # Session keeps it, the port and later runs do not (mixed_precision_rewrite).
+    with mixed_precision_rewrite.kept():
+      self._build(port, devices, example, session_config)
+    precision, note = mixed_precision_rewrite.said(
+        mixed_precision_rewrite.applied(self.sess), devices)
+    self.facts["precision"] = precision or self.facts["precision"]
+    if note:
+      self.facts["mixed_precision_rewrite"] = note
+
+  def _build(self, port, devices, example, session_config):
     self.graph = tf.Graph()
     with self.graph.as_default():
       # A graph-level seed: an initializer or draw the team left unseeded (the tutorial's
@@ -161,35 +174,10 @@ class Towers:
     return tf.group(v1.global_variables_initializer(), v1.local_variables_initializer(),
                     v1.tables_initializer())
 
-  def variables(self):
-    return [(_name(v), tuple(v.shape.as_list())) for v in self.model_variables]
-
   def settings(self):
     """Tower 0's layer settings, the moving averages the train op runs, the regularization's
     gradients at the current weights (tf1_facts.settings)."""
     return tf1_facts.settings(self)
-
-  def assign(self, values):
-    """Sets the variables named in `values` ({TF1 name: array}, cast to each variable's
-    dtype: a float32 global step, float16 weights)."""
-    # One run for all: a Session run of a new set of fetches costs ~30 ms (its graph pruned
-    # and optimized); an Inception-sized model assigned one variable a run took 3 s.
-    assigns, feed = [], {}
-    for name, array in values.items():
-      value, assign = self.setters[name]
-      assigns.append(assign)
-      feed[value] = np.asarray(array).astype(value.dtype.as_numpy_dtype)
-    if assigns:
-      self.sess.run(assigns, feed)
-
-  def assign_averages(self, values):
-    """Sets the moving average (EMA shadow) of each trainable variable named in `values`
-    ({TF1 name: array}): an EMA starts where its variable starts."""
-    self.assign({_name(self.averages[n]): v for n, v in values.items() if n in self.averages})
-
-  def values(self):
-    """{TF1 name: value} of every variable (model, slots, global step)."""
-    return self.sess.run({_name(v): v for v in self.all_variables})
 
   def rate(self):
     """The learning rate at the current global step."""
@@ -197,16 +185,6 @@ class Towers:
 
   def global_step_now(self):
     return int(self.sess.run(self.global_step))
-
-  def save(self, prefix):
-    """Saves every variable under its TF1 name (no meta graph: the team builds its own; no
-    `checkpoint` index: the folder's own latest checkpoint stays its latest)."""
-    with self.graph.as_default():
-      return self.saver.save(self.sess, prefix, write_meta_graph=False, write_state=False)
-
-  def slot_names(self):
-    """{(model variable, slot kind): the slot variable's TF1 name}."""
-    return {key: _name(slot) for key, slot in self.slots.items()}
 
   def trace(self):
     return Trace(self.variables(), self.trainable, facts=dict(self.facts))

@@ -32,3 +32,57 @@ def test_scales_that_differ_are_refused_naming_both(tf1_scale, said):
   with pytest.raises(porting.PortError, match=said.replace("(", r"\(")):
     porting.compare(m.port(tf1_optimizer=m.tf1_scaled(tf1_scale)), m.batches(1),
                     replicas=1, steps=1)
+
+
+@pytest.fixture(name="process_rewrite")
+def fixture_process_rewrite():
+  """The process's grappler options and TensorFlow's rewrite flag, put back after the test
+  whatever the kit did (the test checks that the kit put them back itself)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tensorflow.python.training.experimental import (  # pylint: disable=g-import-not-at-top
+      mixed_precision_global_state as state)
+  options = tf.config.optimizer.get_experimental_options()
+  flag = state.is_mixed_precision_graph_rewrite_enabled()
+  yield options, flag, state
+  tf.config.optimizer.set_experimental_options(
+      {**{k: None for k in tf.config.optimizer.get_experimental_options()}, **options})
+  state.set_mixed_precision_graph_rewrite_enabled(flag)
+
+
+def test_tf1s_mixed_precision_graph_rewrite_is_compared_and_leaves_the_process_as_it_was(
+    process_rewrite):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  options, flag, state = process_rewrite
+  v1 = tf.compat.v1
+
+  def rewritten(global_step):
+    del global_step
+    return v1.mixed_precision.enable_mixed_precision_graph_rewrite(
+        v1.train.GradientDescentOptimizer(m.LEARNING_RATE))
+  report = porting.compare(m.port(tf1_optimizer=rewritten), m.batches(2), replicas=2, steps=2)
+  # Its dynamic scale is the same as Keras's, and on CPUs the pass does nothing: the same bits.
+  assert report.equal, report.text(width=100)
+  assert any(n.startswith("loss scale, the same on both sides: dynamic from 32768")
+             for n in report.notes())
+  assert any(n.startswith("TF1's mixed-precision graph rewrite is on") and
+             "rewrites on GPUs only, and these towers run on CPUs" in n
+             for n in report.notes()), report.notes()
+  # The team's call switched the rewrite on for the process; the kit's TF1 Session kept it,
+  # and the process (the port's functions, any later comparison) has what it had before.
+  assert tf.config.optimizer.get_experimental_options() == options
+  assert state.is_mixed_precision_graph_rewrite_enabled() == flag
+
+
+def test_under_the_rewrite_gpu_towers_compute_in_float16():
+  from porting import mixed_precision_rewrite as rewrite  # pylint: disable=g-import-not-at-top
+  precision, note = rewrite.said(True, ["/gpu:0", "/gpu:1"])
+  assert precision == "float16" and "computes its GPU towers in float16" in note
+  assert rewrite.said(True, ["/cpu:0"])[0] is None
+  assert rewrite.said(False, ["/gpu:0"]) == (None, None)
+
+  class Session:  # what a v1 Session made under the global flag holds (client/session.py)
+    def __init__(self, amp):
+      from tensorflow.core.protobuf import config_pb2  # pylint: disable=g-import-not-at-top
+      self._config = config_pb2.ConfigProto()
+      self._config.graph_options.rewrite_options.auto_mixed_precision = amp
+  assert rewrite.applied(Session(1)) and not rewrite.applied(Session(0))
