@@ -8,6 +8,7 @@ from equivalence import cifar10_port
 from equivalence import compare
 from equivalence import runs
 import porting
+from porting import screen
 
 
 # One device computing the whole batch against N towers averaging their slices: float32
@@ -51,7 +52,10 @@ def run(n, seed, steps, per_replica_batch, decay_steps, single_device_tolerance,
     sections.append((f"Weights and EMA after {steps} steps: v1 {n} towers vs "
                      f"MultiWorkerMirroredStrategy {n} workers x 1 replica (processes on "
                      "127.0.0.1)", compare.compare(d.variables, c.variables), 0.0))
-  text = [kit.text().rsplit("\n", 1)[0]] + [compare.table(*s) for s in sections]
+  # The kit's report as its own command prints it, in at most 100 columns (its verdict line
+  # left out: this command's own ends the report).
+  text = [kit.text(width=screen.WIDTH).rsplit("\n", 1)[0]] + [
+      compare.table(*s) for s in sections]
   text.append(f"Learning rate per step: v1 {a.learning_rates}\n"
               f"                        TF2 {b.learning_rates}  "
               f"{'ok' if lr_ok else 'FAIL'}")
