@@ -188,6 +188,11 @@ class Observations:
     bound = self.bound if bound is None else bound
     return all(r.diff.max_rel <= bound or self._noise(r) for r in rows)
 
+  def named_fault(self):
+    """Whether a rule before the caller named a difference of the programs (not a rounding:
+    ROUNDING_RULES')."""
+    return any(found for rule, found in self.findings.items() if rule not in ROUNDING_RULES)
+
   def fired(self, *rules):
     """Whether any of `rules` (run before the caller) named its cause."""
     return any(self.findings.get(rule) for rule in rules)

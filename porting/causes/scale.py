@@ -93,8 +93,7 @@ def loss_only(obs):
          "(l2_loss(W) + l2_loss(b)) against a regularizer per variable, Keras's Huber "
          "against tf.losses.huber_loss, terms added in another order)")
   if terms is not None:
-    how = (f"measured at step 0, {terms.text}" if terms.kind == "sums_apart" else
-           f"{how}; measured at step 0, {terms.text}")
+    how = f"measured at step 0, {terms.text}"
   return [f"only the losses differ, by rounding (up to {obs.worst(obs.bad):.2g} relative), "
           f"with every output, gradient, weight and slot within the tolerance: {how}; the "
           "steps are the same. The port is not at fault; compare with a tolerance of that size"]
