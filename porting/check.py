@@ -54,7 +54,7 @@ def compare(port, batches=None, *, replicas=2, steps=3, tolerance=0.0, start_fro
   towers, tf2, batch, replicas = _open(port, batches, replicas, steps, start_from, record)
   first = batch(0)
   try:
-    inner2, unread, scaled = _optimizers_checked(port, towers, tf2)
+    inner2, unread, scaled = _optimizers_checked(port, towers, tf2, steps)
     pairing = []  # what the pairing could not read from names: said in the report
     pairs = matching.match(towers.variables(), tf2.variables(), port.variable_map,
                            use_order.of_sides(towers, tf2, first), pairing)
@@ -113,7 +113,7 @@ def _open(port, batches, replicas, steps, start_from, record):
   return towers, tf2, batch, replicas
 
 
-def _optimizers_checked(port, towers, tf2):
+def _optimizers_checked(port, towers, tf2, steps):
   """(TF2's optimizer as the kit reads it, the lines of what could not be compared, the loss
   scale's note or None); PortError where the two optimizers' settings or loss scales differ."""
   inner2 = loss_scales.tf2_inner(tf2.optimizer)  # the wrapped optimizer, under a loss scale
@@ -130,9 +130,10 @@ def _optimizers_checked(port, towers, tf2):
     raise PortError(f"the optimizers' hyper-parameters differ: {'; '.join(differ)}; set them "
                     "alike in tf2_optimizer (or tf1_optimizer) before comparing")
   scales = getattr(towers, "scaled_optimizer", None)  # a record keeps no loss scale
-  if scales is not None and loss_scales.mismatch(scales, tf2.optimizer):
-    raise PortError(loss_scales.mismatch(scales, tf2.optimizer))
-  return inner2, unread, None if scales is None else loss_scales.note(scales)
+  if scales is not None and loss_scales.mismatch(scales, tf2.optimizer, steps):
+    raise PortError(loss_scales.mismatch(scales, tf2.optimizer, steps))
+  return inner2, unread, None if scales is None else loss_scales.note(scales, tf2.optimizer,
+                                                                       steps)
 
 
 def _started(towers, tf2, pairs, start_from, record):

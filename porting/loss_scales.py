@@ -73,10 +73,18 @@ def said(scale):
   return f"dynamic from {initial:g}, x{multiplier:g} after {steps} finite steps"
 
 
-def mismatch(tf1_optimizer, tf2_optimizer):
-  """The line refusing two loss scales that differ, or None."""
+def _fixed_as_dynamic(a, b, steps):
+  """TF1's scale fixed at the scale Keras's dynamic one starts from, which keeps it for more
+  finite steps than are compared: every finite step scales alike (a step whose scaled
+  gradients overflow, TF1 applies and Keras skips, halving its scale)."""
+  return (a is not None and b is not None and a[0] == "fixed" and b[0] == "dynamic" and
+          a[1] == b[1] and steps is not None and steps <= b[2])
+
+
+def mismatch(tf1_optimizer, tf2_optimizer, steps=None):
+  """The line refusing two loss scales that differ over `steps` compared steps, or None."""
   a, b = tf1(tf1_optimizer), tf2(tf2_optimizer)
-  if a == b:
+  if a == b or _fixed_as_dynamic(a, b, steps):
     return None
   tf1_said = said(a)
   if a is None and not type(tf1_optimizer).__module__.startswith(("tensorflow", "porting")):
@@ -90,9 +98,15 @@ def mismatch(tf1_optimizer, tf2_optimizer):
           "initial_scale=..., dynamic_growth_steps=...) as TF1's)")
 
 
-def note(tf1_optimizer):
+def note(tf1_optimizer, tf2_optimizer=None, steps=None):
   """The line the report shows where both sides scale their loss alike, or None."""
-  scale = tf1(tf1_optimizer)
+  scale, keras_scale = tf1(tf1_optimizer), tf2(tf2_optimizer)
+  if _fixed_as_dynamic(scale, keras_scale, steps):
+    return (f"loss scale: TF1 {said(scale)}, TF2 {said(keras_scale)}: alike over these "
+            f"{steps} step(s) while each is finite (Keras's grows only after "
+            f"{keras_scale[2]} finite steps; a step whose scaled gradients overflow TF1 applies "
+            "and Keras skips, halving its scale: its rows show NON-FINITE); the gradients "
+            "compared are unscaled, as TF1's compute_gradients returns them")
   return None if scale is None else (
       f"loss scale, the same on both sides: {said(scale)}; the gradients compared are "
       "unscaled, as TF1's compute_gradients returns them (a step whose scaled gradients "

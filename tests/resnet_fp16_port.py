@@ -40,8 +40,8 @@ How it is said to the kit:
   script's two lines (loss * loss_scale, each gradient / loss_scale). The kit does not see
   it as a loss scale. `scaling="wrapper"` puts the same arithmetic in the form the kit reads:
   TF1's MixedPrecisionLossScaleOptimizer over a DynamicLossScale from 128 that cannot grow
-  within a comparison (a FixedLossScale cannot be compared with Keras's, which is always
-  dynamic); it multiplies by 1/128 where the script divides by 128 (the same for a power of
+  within a comparison (a FixedLossScale of 128, compared with Keras's from 128 within its
+  growth period, is the same arithmetic); it multiplies by 1/128 where the script divides by 128 (the same for a power of
   two) and would skip a non-finite step, which the script does not.
 - The towers: loss divided by N, gradients summed, replica 0's own moving statistics
   (MirroredStrategy's batch-norm statistics are ON_READ, each replica its own).

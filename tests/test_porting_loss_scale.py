@@ -34,6 +34,25 @@ def test_scales_that_differ_are_refused_naming_both(tf1_scale, said):
                     replicas=1, steps=1)
 
 
+def test_a_fixed_tf1_scale_is_compared_with_keras_scale_from_it_that_does_not_grow_in_time():
+  # TF1's official ResNet scaled by a fixed 128; Keras's is always dynamic, and from 128 it
+  # keeps 128 for 2000 finite steps: over 3 the same arithmetic. It was refused.
+  report = porting.compare(m.port(tf1_optimizer=m.tf1_scaled(128.0),
+                                  tf2_optimizer=m.tf2_scaled(128.0)),
+                           m.batches(2), replicas=2, steps=3)
+  assert report.equal, report.text(width=100)
+  assert any(n.startswith("loss scale: TF1 fixed 128, TF2 dynamic from 128, x2 after 2000 "
+                          "finite steps: alike over these 3 step(s) while each is finite")
+             for n in report.notes()), report.notes()
+  # Past its growth period Keras's doubles: refused.
+  growing = lambda: m.keras.optimizers.LossScaleOptimizer(
+      m.keras.optimizers.SGD(m.LEARNING_RATE), initial_scale=128.0, dynamic_growth_steps=2)
+  with pytest.raises(porting.PortError, match="the loss scales differ: TF1 fixed 128, TF2 "
+                     "dynamic from 128, x2 after 2 finite steps"):
+    porting.compare(m.port(tf1_optimizer=m.tf1_scaled(128.0), tf2_optimizer=growing),
+                    m.batches(1), replicas=1, steps=3)
+
+
 @pytest.fixture(name="process_rewrite")
 def fixture_process_rewrite():
   """The process's grappler options and TensorFlow's rewrite flag, put back after the test
