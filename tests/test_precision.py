@@ -117,16 +117,17 @@ def test_dynamic_scaling_skips_and_halves_alike_in_both_trainers(n, tmp_path, mo
   monkeypatch.setattr(precision, "DYNAMIC_INITIAL_SCALE", 2.0 ** 20)
   devices = [f"/cpu:{i}" for i in range(n)]
   states = {}
-  for steps in (1, 6):
-    for side in ("tf2", "v1"):
-      run = config.TrainConfig(train_dir=str(tmp_path / f"{side}{steps}"), dataset="synthetic",
-                               batch_size=4, max_steps=steps, seed=5, precision="fp16",
-                               loss_scale="dynamic")
-      if side == "tf2":
-        helpers.train_tf2(run, devices=devices, strategy="mirrored")
-      else:
-        helpers.train_v1(run, num_gpus=n)
-      states[side, steps] = (checkpoints.read(run.train_dir), _scale_state(run.train_dir))
+  # One step on one side (what step 0 does is the same on both: the six compare them), six
+  # on both.
+  for side, steps in (("tf2", 1), ("tf2", 6), ("v1", 6)):
+    run = config.TrainConfig(train_dir=str(tmp_path / f"{side}{steps}"), dataset="synthetic",
+                             batch_size=4, max_steps=steps, seed=5, precision="fp16",
+                             loss_scale="dynamic")
+    if side == "tf2":
+      helpers.train_tf2(run, devices=devices, strategy="mirrored")
+    else:
+      helpers.train_v1(run, num_gpus=n)
+    states[side, steps] = (checkpoints.read(run.train_dir), _scale_state(run.train_dir))
   # Step 0 overflowed: no weight moved, the scale halved.
   first, (scale, good) = states["tf2", 1]
   for name, value in model.initial_values(5).items():
