@@ -24,34 +24,35 @@ def probes(ops, variable_of, names):
   """{variable: (op type, input, output)}: for each of `names`, the first of `ops` (one
   tower's or replica's forward ops, in graph order) that reads it, with its first input that
   is not the variable (the layer's input) and its output: where the layers are compared
-  when the forward pass parts."""
-  consumers = {}
-  for op in ops:
-    for t in op.inputs:
-      consumers.setdefault(t.name, []).append(op)
+  when the forward pass parts. A variable is read through its ReadVariableOp and any Casts
+  and Identities after it, wherever those sit: a float16 script's custom getter casts each
+  weight outside the tower's name scope (TF1's official ResNet: `tf.cast(var, float16,
+  name=name + '_cast')`), and the tower's convolutions read only the casts."""
   found = {}
   for op in ops:
-    if op.type != "ReadVariableOp" or not op.inputs:
+    if op.type in _READS or not op.outputs:
       continue
-    name = variable_of(op.inputs[0])
-    if name not in names or name in found:
-      continue
-    reads, user = {op.outputs[0].name}, None
-    frontier = list(consumers.get(op.outputs[0].name, []))
-    while frontier:
-      candidate = frontier.pop(0)
-      if candidate.type in ("Identity", "Cast"):
-        reads.add(candidate.outputs[0].name)
-        frontier += consumers.get(candidate.outputs[0].name, [])
-        continue
-      user = candidate
-      break
-    if user is None or not user.outputs:
-      continue
-    inputs = [t for t in user.inputs if t.name not in reads]
-    if inputs:
-      found[name] = (user.type, inputs[0], user.outputs[0])
+    read = [_variable_of_value(t, variable_of) for t in op.inputs]
+    inputs = [t for t, name in zip(op.inputs, read) if name is None]
+    for name in read:
+      if name in names and name not in found and inputs:
+        found[name] = (op.type, inputs[0], op.outputs[0])
   return found
+
+
+_READS = ("ReadVariableOp", "Identity", "Cast")
+
+
+def _variable_of_value(t, variable_of):
+  """The variable `t` is the value of (read, then cast or passed through Identity), or None."""
+  for _ in range(8):  # a read, a cast or two, identities: never a long chain
+    name = variable_of(t)
+    if name is not None:
+      return name
+    if t.op.type not in _READS or not t.op.inputs:
+      return None
+    t = t.op.inputs[0]
+  return None
 
 
 def tf1_probe(towers, images, labels):
