@@ -19,6 +19,8 @@ underflow and the steps are skipped at other places.
 import numpy as np
 
 DYNAMIC_MULTIPLIER = 2.0  # Keras's LossScaleOptimizer: fixed
+# The modules of the optimizer classes whose loss scale the kit reads, or knows they have none.
+_READ = ("tensorflow.python.training", "porting")
 
 
 def tf1_inner(optimizer):
@@ -87,11 +89,12 @@ def mismatch(tf1_optimizer, tf2_optimizer, steps=None):
   if a == b or _fixed_as_dynamic(a, b, steps):
     return None
   tf1_said = said(a)
-  if a is None and not type(tf1_optimizer).__module__.startswith(("tensorflow", "porting")):
-    # A team's own optimizer class may scale in its own compute_gradients, as TF1's
-    # official ResNet did by hand: that the kit cannot see, and "none" would be its guess.
-    tf1_said = (f"none the kit can read ({type(tf1_optimizer).__name__} is the team's own "
-                "class: a scale its own compute_gradients applies is not seen)")
+  if a is None and not type(tf1_optimizer).__module__.startswith(_READ):
+    # An optimizer class the kit does not read (the team's own, tf.contrib's, Horovod's) may
+    # scale in its own compute_gradients, as TF1's official ResNet did by hand: that the kit
+    # cannot see, and "none" would be its guess.
+    tf1_said = (f"none the kit can read ({type(tf1_optimizer).__name__} is no optimizer "
+                "class the kit reads: a scale its own compute_gradients applies is not seen)")
   return (f"the loss scales differ: TF1 {tf1_said}, TF2 {said(b)} (TF1's "
           "MixedPrecisionLossScaleOptimizer, Keras's LossScaleOptimizer: Keras's is always "
           "dynamic, x2; give TF1 loss_scale='dynamic', or the port LossScaleOptimizer("

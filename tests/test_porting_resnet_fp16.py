@@ -52,7 +52,7 @@ def test_a_fault_named_is_not_also_called_float16_rounding():
 
 def test_a_scale_in_the_teams_own_optimizer_is_said_unread_not_none():
   with pytest.raises(porting.PortError, match=(
-      r"the loss scales differ: TF1 none the kit can read \(ScriptLossScaling is the team's "
-      r"own class: a scale its own compute_gradients applies is not seen\), TF2 dynamic "
-      r"from 128")):
+      r"the loss scales differ: TF1 none the kit can read \(ScriptLossScaling is no "
+      r"optimizer class the kit reads: a scale its own compute_gradients applies is not "
+      r"seen\), TF2 dynamic from 128")):
     _compare(scaling="script")
