@@ -18,11 +18,12 @@ import pytest
 import porting
 from tests import resnet_fp16_port as m
 
-pytestmark = pytest.mark.slow  # ~6 s of CPU a comparison
+pytestmark = pytest.mark.slow  # ~3 s of CPU a comparison (one replica: the helper's N = 2
+# measured the same findings)
 
 
 def _compare(**changes):
-  return porting.compare(m.port(**changes), m.batches(2, steps=2), replicas=2, steps=2)
+  return porting.compare(m.port(**changes), m.batches(1, steps=2), replicas=1, steps=2)
 
 
 def test_as_the_script_pools_the_first_steps_rounding_is_named_and_its_growth_said_apart():
