@@ -21,6 +21,7 @@ import collections
 import numpy as np
 
 from porting import diffs
+from porting import precision
 
 # What said() found: kind "term_apart" (a term parts) or "sums_apart" (every term the same
 # bits, the sums apart); text: the clause a line says.
@@ -113,10 +114,12 @@ def said(terms1, terms2):
   apart = [(a, b) for a, b in pairs if not _same(a[0], b[0])]
   if apart:
     a, b = max(apart, key=lambda p: _rel(p[0][0], p[1][0]))
+    rel = _rel(a[0], b[0])
+    how = ("by rounding: the same value by other operations or kernels" if
+           rel <= precision.ROUNDING else "that term is computed otherwise")
     return Head("term_apart", (
         f"of the loss's {len(t1)} terms, {len(apart)} part(s): the largest, TF1's {a[1]} "
-        f"({a[0]:.8g}) against TF2's {b[1]} ({b[0]:.8g}), {_rel(a[0], b[0]):.2g} relative "
-        "apart: that term is computed otherwise"))
+        f"({a[0]:.8g}) against TF2's {b[1]} ({b[0]:.8g}), {rel:.2g} relative apart, {how}"))
   partner = {id(b): i for i, (_, b) in enumerate(pairs)}
   names2 = [names1[partner[id(b)]] for b in t2]
   written1, written2 = render(form1, names1), render(form2, names2)

@@ -71,6 +71,12 @@ def test_a_term_that_parts_is_paired_by_its_own_value_not_taken_for_anothers():
   assert head.kind == "term_apart"
   assert "1 part(s): the largest, TF1's Mul aux (0.73000002) against TF2's Mul aux (1.4)" \
          in head.text, head.text
+  assert head.text.endswith("relative apart, that term is computed otherwise"), head.text
+  # One ULP apart: rounding, said as such.
+  ulp = float(np.nextafter(np.float32(0.73), np.float32(1)))
+  head = loss_terms.said(tf1, _fact(["+", 0, ["+", 1, 2]], [1.77, ulp, 1.39]))
+  assert head.text.endswith("apart, by rounding: the same value by other operations or "
+                            "kernels"), head.text
 
 
 def test_other_counts_of_terms_say_nothing():
@@ -113,4 +119,4 @@ def test_a_term_computed_otherwise_is_named_where_the_bits_part_in_the_head():
                          "forward pass after the last layer compared"), line
   assert ("measured at step 0: of the loss's 3 terms, 1 part(s): the largest, TF1's Mul "
           "tower_0/mul_1 (") in line, line
-  assert "0.025 relative apart: that term is computed otherwise" in line, line
+  assert "0.025 relative apart, that term is computed otherwise" in line, line
