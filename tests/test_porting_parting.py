@@ -113,3 +113,32 @@ def test_a_port_with_another_activation_is_located_between_its_layers():
       "between conv/BatchNorm/beta's layer and logits/weights's: logits/weights's layer's "
       "input is "), line
   assert "while conv/BatchNorm/beta's output is the same bits" in line
+
+
+def test_a_weight_cast_outside_the_towers_scope_is_read_by_its_layer():
+  """A float16 script's custom getter (TF1's official ResNet) casts each weight where the
+  variable scope puts it, outside the tower's name scope: the tower's convolution reads only
+  the cast. Its layer was not found (no ReadVariableOp of the kernel in the tower but the
+  penalty's), and the parting said "after the last layer compared"."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from porting import layer_probes  # pylint: disable=g-import-not-at-top
+  v1 = tf.compat.v1
+
+  def cast_getter(getter, name, *args, **kwargs):
+    return tf.cast(getter(name, *args, **kwargs), tf.float16, name=name + "_cast")
+
+  with tf.Graph().as_default() as graph:
+    images = v1.placeholder(tf.float16, [1, 4, 4, 3])
+    with tf.name_scope("tower_0"), v1.variable_scope("model", custom_getter=cast_getter):
+      kernel = v1.get_variable("conv/kernel", [3, 3, 3, 2])
+      out = tf.nn.conv2d(images, kernel, 1, "SAME")
+    (variable,) = v1.global_variables()
+    with tf.name_scope("tower_0"):
+      tf.nn.l2_loss(variable)  # the penalty's read, in the tower: no layer input of its own
+    assert not kernel.op.name.startswith("tower_0/")  # the cast sits outside the tower
+    tower = [op for op in graph.get_operations() if op.name.startswith("tower_0/")]
+    handles = {v.op.name for v in v1.global_variables()}
+    found = layer_probes.probes(
+        tower, lambda t: t.op.name if t.op.name in handles else None, {"model/conv/kernel"})
+  assert found["model/conv/kernel"][0] == "Conv2D"
+  assert found["model/conv/kernel"][1] is images and found["model/conv/kernel"][2] is out
