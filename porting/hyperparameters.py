@@ -58,8 +58,25 @@ def mismatches(tf1, tf2):
 def unread(tf1, tf2):
   """The line saying which optimizer's settings the kit cannot read, or None: a TF1 class it
   does not know, or a Keras optimizer class of the team's own (not Keras's, not the kit's),
-  whose attributes may mean anything. Its settings are not compared; the steps are."""
-  return _compared(tf1, tf2)[1]
+  whose attributes may mean anything. Its settings are not compared; the steps are. A TF1
+  class whose own compute_gradients or apply_gradients runs (TF1's official ResNet scaled
+  its loss by hand in compute_gradients) is said too: what it does is in the steps, unread."""
+  line = _compared(tf1, tf2)[1]
+  own = [name for name in ("compute_gradients", "apply_gradients") if _own(tf1, name)]
+  if not own:
+    return line
+  said = (f"TF1 {type(tf1).__name__}'s own {' and '.join(own)} "
+          f"{'run' if len(own) > 1 else 'runs'} as written (a loss scale, a clipping written "
+          "there is in the steps' numbers, not read)")
+  return f"{line}; {said}" if line else f"the optimizers' settings: {said}"
+
+
+def _own(optimizer, name):
+  """Whether `optimizer`'s method `name` is its class's own, not TensorFlow's."""
+  for cls in type(optimizer).__mro__:
+    if name in vars(cls):
+      return not cls.__module__.startswith(("tensorflow", "porting"))
+  return False
 
 
 def _keras_class(optimizer):

@@ -18,7 +18,7 @@ import pytest
 import porting
 from tests import resnet_fp16_port as m
 
-pytestmark = pytest.mark.slow  # ~3 s of CPU a comparison (one replica: the helper's N = 2
+SLOW = pytest.mark.slow  # ~3 s of CPU a comparison (one replica: the helper's N = 2
 # measured the same findings)
 
 
@@ -26,6 +26,7 @@ def _compare(**changes):
   return porting.compare(m.port(**changes), m.batches(1, steps=2), replicas=1, steps=2)
 
 
+@SLOW
 def test_as_the_script_pools_the_first_steps_rounding_is_named_and_its_growth_said_apart():
   report = _compare(fused=False)
   kinds = [f.kind for f in report.findings]
@@ -42,6 +43,7 @@ def test_as_the_script_pools_the_first_steps_rounding_is_named_and_its_growth_sa
     assert "from step 1 " in line and "which this does not explain" in line, line
 
 
+@SLOW
 def test_a_fault_named_is_not_also_called_float16_rounding():
   # Pooled as TF1 pools: the faithful base is the same bits but the statistics' update form.
   report = _compare(fused=False, pool="float16", decay_batch_norm=True)
@@ -51,9 +53,19 @@ def test_a_fault_named_is_not_also_called_float16_rounding():
   assert "batch_normalization/gamma" in report.findings[kinds.index("scale.penalty_by_hand")]
 
 
+@SLOW
 def test_a_scale_in_the_teams_own_optimizer_is_said_unread_not_none():
   with pytest.raises(porting.PortError, match=(
       r"the loss scales differ: TF1 none the kit can read \(ScriptLossScaling is no "
       r"optimizer class the kit reads: a scale its own compute_gradients applies is not "
       r"seen\), TF2 dynamic from 128")):
     _compare(scaling="script")
+
+
+def test_a_tf1_optimizer_of_the_teams_own_is_said_to_run_its_own_compute_gradients():
+  import keras  # pylint: disable=g-import-not-at-top
+  from porting import hyperparameters  # pylint: disable=g-import-not-at-top
+  line = hyperparameters.unread(m.ScriptLossScaling(0.1, 0.9, 128), keras.optimizers.SGD(0.1))
+  assert line.endswith("; TF1 ScriptLossScaling's own compute_gradients runs as written (a "
+                       "loss scale, a clipping written there is in the steps' numbers, not "
+                       "read)"), line
