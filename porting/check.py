@@ -120,9 +120,9 @@ def _optimizers_checked(port, towers, tf2, steps):
   differ = hyperparameters.mismatches(towers.optimizer, inner2)
   unread = [hyperparameters.unread(towers.optimizer, inner2)]
   if port.tf1_gradients is not None:  # TF1's clipping is there, in code the kit cannot read
-    clips = [d for d in differ if d.startswith(hyperparameters.CLIPPING)]
-    differ = [d for d in differ if d not in clips]
-    tf2_clips = ", ".join(f"{c.split()[0]} {c.rsplit('TF2 ', 1)[1]}" for c in clips)
+    differ = [d for d in differ if not d.startswith(hyperparameters.CLIPPING)]
+    # Read from the optimizer: the mismatches are none where the kit cannot read a class.
+    tf2_clips = ", ".join(hyperparameters.clipping(inner2))
     unread.append("what tf1_gradients makes of the towers' combined gradients (a clipping "
                   "or any other transform): the kit does not read its code (TF2's clipping: "
                   f"{tf2_clips or 'none'}); the steps' numbers compare them")
@@ -183,21 +183,11 @@ def towers_combination(port, trace1):
 
 
 def _beside(towers):
-  """The line naming TF1 variables beside the model, its slots, step and averages (an
-  optimizer of the team's own keeps its moments so: BERT's adam_m, adam_v), which no row
-  compares; None where there are none (a record holds only what the kit reads)."""
+  """checkpoint_extras.beside_line of the live towers, or the one a record kept (None in a
+  record written before records kept it)."""
   if not hasattr(towers, "all_variables"):
-    return None
-  scale = loss_scales.tf1_state(towers.scaled_optimizer)  # said in the loss scale's line
-  names = [n for n in checkpoint_extras.others(towers) if n != towers.rate_variable and
-           n not in scale and
-           not n.endswith("seed_generator_state")]  # Keras 3's dropout stream: the kit draws
-  if not names:
-    return None
-  return (f"{len(names)} TF1 variable(s) beside the model and tf.compat.v1.train's slots "
-          f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}: an optimizer of the "
-          "team's own keeps its state so): no row compares them; the weights' rows compare "
-          "what they do")
+    return getattr(towers, "beside", None)
+  return checkpoint_extras.beside_line(towers)
 
 
 def _start_averages(towers, tf2, pairs, start, tf1_too):

@@ -11,6 +11,8 @@ or writes its initial value and says so.
 
 import tensorflow as tf
 
+from porting import loss_scales
+
 
 def rate_variable(optimizer):
   """The name of the variable a TF1 optimizer takes its rate from, or None (a float, or a
@@ -26,6 +28,21 @@ def others(towers):
   known |= {towers.global_step.op.name, *towers.beta_powers}
   known |= {shadow.op.name for shadow in towers.averages.values()}
   return [v.op.name for v in towers.all_variables if v.op.name not in known]
+
+
+def beside_line(towers):
+  """The line naming the TF1 variables beside the model, its slots, step and averages (an
+  optimizer of the team's own keeps its moments so: BERT's adam_m, adam_v), which no row
+  compares; None where there are none. A record keeps it (porting.record)."""
+  scale = loss_scales.tf1_state(towers.scaled_optimizer)  # said in the loss scale's line
+  names = [n for n in others(towers) if n != towers.rate_variable and n not in scale and
+           not n.endswith("seed_generator_state")]  # Keras 3's dropout stream: the kit draws
+  if not names:
+    return None
+  return (f"{len(names)} TF1 variable(s) beside the model and tf.compat.v1.train's slots "
+          f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}: an optimizer of the "
+          "team's own keeps its state so): no row compares them; the weights' rows compare "
+          "what they do")
 
 
 def keras_rate(optimizer):

@@ -152,7 +152,7 @@ class Observations:
     return parting.first_parting(bad, self.table, self.tf1.facts.get("structure"),
                                  probes, self.tf2.facts.get("probes"), self.pairs, self.bound,
                                  (self.tf1.facts.get("loss_terms"),
-                                  self.tf2.facts.get("loss_terms")))
+                                  self.tf2.facts.get("loss_terms")), self.vanishing)
 
   @functools.cached_property
   def update_apart(self):

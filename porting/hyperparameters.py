@@ -38,6 +38,13 @@ KERAS_ONLY = {"clipnorm": None, "clipvalue": None, "global_clipnorm": None, "use
               "weight_decay": None, "amsgrad": False}
 
 
+def clipping(optimizer):
+  """'name value' of each clipping the Keras optimizer `optimizer` is set to ('global_clipnorm
+  0.05'), read from it whatever its class: [] where it clips nothing."""
+  return [f"{line.strip()} {getattr(optimizer, line.strip())!r}" for line in CLIPPING
+          if getattr(optimizer, line.strip(), None) is not None]
+
+
 def tf1_attributes(tf1_class):
   """The TF1 optimizer's attributes compared for `tf1_class` (what a record keeps of it)."""
   return list(PAIRS.get(tf1_class, (None, {}))[1])
@@ -62,13 +69,22 @@ def unread(tf1, tf2):
   class whose own compute_gradients or apply_gradients runs (TF1's official ResNet scaled
   its loss by hand in compute_gradients) is said too: what it does is in the steps, unread."""
   line = _compared(tf1, tf2)[1]
-  own = [name for name in ("compute_gradients", "apply_gradients") if _own(tf1, name)]
+  own = own_methods(tf1)
   if not own:
     return line
   said = (f"TF1 {type(tf1).__name__}'s own {' and '.join(own)} "
           f"{'run' if len(own) > 1 else 'runs'} as written (a loss scale, a clipping written "
           "there is in the steps' numbers, not read)")
   return f"{line}; {said}" if line else f"the optimizers' settings: {said}"
+
+
+def own_methods(optimizer):
+  """Which of compute_gradients and apply_gradients `optimizer`'s class defines itself (a
+  record's stand-in carries what the recorded class did: RECORDED_OWN)."""
+  recorded = getattr(optimizer, "RECORDED_OWN", None)
+  if recorded is not None:
+    return list(recorded)
+  return [name for name in ("compute_gradients", "apply_gradients") if _own(optimizer, name)]
 
 
 def _own(optimizer, name):

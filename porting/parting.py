@@ -32,19 +32,22 @@ class Parting:
   shared: list = dataclasses.field(default_factory=list)
   detail: str = ""
   inexact: int = 0  # of the gradients above: within the tolerance, not the same bits
+  noisy: int = 0  # of the gradients above: left out, rounding noise of a vanishing gradient
   forward_inexact: bool = False  # the step's forward pass: within the tolerance, not the same
   head: bool = False  # parts after the last layer compared: in the head or the loss
 
   def line(self):
     if self.kind == "forward":
-      return (f"the bits part at step {self.step} in the forward pass" +
-              (f" {self.detail}" if self.detail else
-               ": a tower's loss or outputs differ from the same weights and batch"))
+      detail = self.detail or ": a tower's loss or outputs differ from the same weights and batch"
+      return (f"the bits part at step {self.step} in the forward pass"
+              f"{'' if detail.startswith(':') else ' '}{detail}")
     if self.kind == "update":
       return f"the bits part at step {self.step} in the update: {self.detail}"
     above = (f"the {self.above} gradient(s) above it the same bits" if not self.inexact else
              f"the {self.above} gradient(s) above it within the tolerance ({self.inexact} of "
              "them not the same bits)")
+    if self.noisy:  # not within any tolerance: left out, as the line's note says
+      above += f" but for {self.noisy} left out (a gradient 0 but for rounding)"
     where = (f"the bits part at step {self.step} in the backward pass: from the loss down, "
              f"the first gradient that differs is {self.variable}'s ({self.rel:.2g} relative)"
              f", with {above} and the forward pass " +
@@ -162,12 +165,25 @@ def _listed(names):
   return ", ".join(names[:3]) + (f", and {len(names) - 3} more" if len(names) > 3 else "")
 
 
+def _inputs_apart(table, step):
+  """': ...' naming the weights step `step` read that the step before left apart (within the
+  tolerance, or left out as noise), or "" where every one is the same bits (step 0's are)."""
+  apart = sorted((r for r in table if r.step == step - 1 and r.kind == "weight"
+                  and r.diff.max_abs != 0), key=lambda r: -r.diff.max_rel)
+  if not apart:
+    return ""
+  return (f": a tower's loss or outputs differ, from weights that are not all the same bits: "
+          f"after step {step - 1}, {_listed([r.tf1 for r in apart])} apart (up to "
+          f"{apart[0].diff.max_rel:.2g} relative)")
+
+
 def first_parting(bad, table, structure_fact, probes1=None, probes2=None, pairs=(),
-                  bound=precision.ROUNDING, terms=(None, None)):
+                  bound=precision.ROUNDING, terms=(None, None), noise=frozenset()):
   """The Parting of rows `bad` (those outside the tolerance) of `table`, or None; `probes1`,
   `probes2` the two sides' step-0 layer probes (TF1, TF2 names), `pairs` the variables';
   `bound` the comparison's rounding (porting.precision); `terms` the two sides' step-0 loss
-  terms (porting.loss_terms), said where the bits part after the last layer compared."""
+  terms (porting.loss_terms), said where the bits part after the last layer compared;
+  `noise` the TF1 variables whose gradients were left out as rounding noise."""
   if not bad:
     return None
   step = min(r.step for r in bad)
@@ -182,7 +198,9 @@ def first_parting(bad, table, structure_fact, probes1=None, probes2=None, pairs=
       if head is not None:
         where.detail += f"; measured at step 0: {head.text}"
       return where
-    return Parting(step, "forward")
+    # "From the same weights" only where they are: a weight within the tolerance, or left
+    # out as noise, after the step before is read by this one (BERT's attention key bias).
+    return Parting(step, "forward", detail=_inputs_apart(table, step))
   if not any(r.kind == "gradient" for r in at):
     first = min(at, key=lambda r: ("weight", "slot", "average").index(r.kind)
                 if r.kind in ("weight", "slot", "average") else 3)
@@ -193,7 +211,7 @@ def first_parting(bad, table, structure_fact, probes1=None, probes2=None, pairs=
   if not structure_fact or not any(r.kind == "gradient" for r in at):
     return None
   gradients = {r.tf1: r for r in table if r.step == step and r.kind == "gradient"}
-  above = inexact = 0
+  above = inexact = noisy = 0
   for name in structure_fact["order"]:
     row = gradients.get(name)
     if row is None:
@@ -201,9 +219,11 @@ def first_parting(bad, table, structure_fact, probes1=None, probes2=None, pairs=
     if row in at:
       return Parting(step, "gradient", name, above, row.diff.max_rel,
                      [tuple(s) for s in structure_fact["shared"].get(name, [])],
-                     inexact=inexact, forward_inexact=any(
+                     inexact=inexact, noisy=noisy, forward_inexact=any(
                          r.diff.max_abs != 0 for r in table
                          if r.step == step and r.kind in ("loss", "outputs")))
     above += 1
-    inexact += row.diff.max_abs != 0
+    if row.diff.max_abs != 0:
+      noisy += name in noise
+      inexact += name not in noise
   return None

@@ -25,6 +25,7 @@ import posixpath
 
 import tensorflow as tf
 
+from porting import checkpoint_extras
 from porting import devices as replica_devices
 from porting import evidence
 from porting import hyperparameters
@@ -89,6 +90,9 @@ def write(port, batches, path, *, replicas=2, steps=3):
         "optimizer": {name: getattr(towers.optimizer, name)
                       for name in hyperparameters.tf1_attributes(towers.optimizer_class)
                       if isinstance(getattr(towers.optimizer, name, None), (bool, int, float))},
+        # What the report says is not compared, read from the live side only.
+        "own_methods": hyperparameters.own_methods(towers.optimizer),
+        "beside": checkpoint_extras.beside_line(towers),
         "slot_kinds": sorted({kind for _, kind in towers.slots}),
         "averaged": list(towers.averages),
         # The order tower 0's forward pass reads the variables in: what pairs them with the
@@ -141,7 +145,9 @@ class Recorded:
     self.trainable = header["trainable"]
     self.optimizer_class = header["optimizer_class"]
     # What hyperparameters.mismatches reads of a TF1 optimizer: its class name, attributes.
-    self.optimizer = type(self.optimizer_class, (), dict(header["optimizer"]))()
+    self.optimizer = type(self.optimizer_class, (), dict(
+        header["optimizer"], RECORDED_OWN=header.get("own_methods", [])))()
+    self.beside = header.get("beside")  # checkpoint_extras.beside_line, where it was recorded
     self.slot_kinds = header["slot_kinds"]
     self.machine = header["machine"]
     self.facts = header["facts"]  # what the towers showed as they were built (Towers.facts)

@@ -59,6 +59,11 @@ def damage(header):
   order = header.get("use_order", [])
   if not isinstance(order, list) or not all(isinstance(n, str) for n in order):
     return "use_order is not a list of variable names"
+  own = header.get("own_methods", [])  # both optional: records before them lack them
+  if not isinstance(own, list) or not set(own) <= {"compute_gradients", "apply_gradients"}:
+    return "own_methods is not a list of the optimizer's methods"
+  if not isinstance(header.get("beside"), (str, type(None))):
+    return "beside is not a line"
   settings = header["settings"]
   for key in ("dropout", "batch_norm", "moving", "regularized"):
     if key not in settings:

@@ -102,6 +102,33 @@ def test_an_update_that_parts_with_the_same_gradients_is_said_as_such():
       "bits, the weight of w after it 1e-07 relative apart")
 
 
+def test_a_forward_pass_after_weights_left_apart_is_not_said_to_read_the_same_weights():
+  """Weights within the tolerance (or left out as noise) after step 0 are read by step 1:
+  its forward pass parting is not "from the same weights and batch"."""
+  table = [_row(0, "weight", "bottom", 2e-7), _row(0, "weight", "top", 0.0),
+           _row(1, "outputs", "tower_0", 1e-4)]
+  where = parting.first_parting([table[2]], table, STRUCTURE)
+  assert where.line() == (
+      "the bits part at step 1 in the forward pass: a tower's loss or outputs differ, from "
+      "weights that are not all the same bits: after step 0, bottom apart (up to 2e-07 "
+      "relative)")
+  same = [_row(0, "weight", "bottom", 0.0), _row(1, "outputs", "tower_0", 1e-4)]
+  assert parting.first_parting([same[1]], same, STRUCTURE).line() == (
+      "the bits part at step 1 in the forward pass: a tower's loss or outputs differ from the "
+      "same weights and batch")
+
+
+def test_a_gradient_left_out_as_noise_above_the_parting_is_not_within_the_tolerance():
+  """BERT's attention key bias (a gradient 0 but for rounding) above the first gradient
+  apart, at tolerance 0: it was counted "within the tolerance"."""
+  table = [_row(0, "gradient", "top", 0.0), _row(0, "gradient", "middle", 0.9),
+           _row(0, "gradient", "bottom", 1e-7)]
+  where = parting.first_parting([table[2]], table, STRUCTURE, noise={"middle"})
+  assert ("the first gradient that differs is bottom's (1e-07 relative), with the 2 "
+          "gradient(s) above it the same bits but for 1 left out (a gradient 0 but for "
+          "rounding) and the forward pass the same bits") in where.line()
+
+
 def test_a_port_with_another_activation_is_located_between_its_layers():
   report = porting.compare(m.port(build_model=lambda: m.Net(activation="elu")), m.batches(1),
                            replicas=1, steps=1)

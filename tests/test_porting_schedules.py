@@ -26,3 +26,14 @@ def test_a_schedule_behind_and_one_of_another_shape_are_told_apart():
                                                 [0.1, 0.1, 0.05, 0.05])
   other = _line([0.1, 0.05, 0.025], [0.1, 0.1, 0.1])
   assert "the two schedules differ" in other and "runs" not in other
+
+
+def test_a_warmup_on_one_side_only_is_read_from_the_rates():
+  """BERT's schedule (a linear warmup from 0) against a port without it: the line listed
+  decay_steps, step counts and boundaries, and not the warmup the rates show."""
+  assert _line([0.0, 0.0005, 0.0008], [0.001, 0.00095, 0.0009]) == (
+      "the learning rate differs from step 0 (TF1 0, TF2 0.001): TF1's rate rises over the "
+      "steps compared (0, 0.0005, 0.0008) and TF2's never does: a warmup on TF1's side only "
+      "(BERT's rises linearly from 0 over num_warmup_steps), or another schedule")
+  assert "a warmup on TF2's side only" in _line([0.1] * 5, [0.02, 0.04, 0.06, 0.08, 0.1])
+  assert "warmup" not in _line([0.0, 0.5, 0.8], [0.0, 0.4, 0.9])  # both rise: other warmups

@@ -18,6 +18,13 @@ def test_names_are_cut_from_the_left():
   assert screen._fit("net/bn1/moving_variance", 12) == "..g_variance"  # pylint: disable=protected-access
 
 
+def test_ulps_past_six_digits_fit_their_column():
+  """A gradient 0 but for rounding (BERT's attention key bias) is 1e-14 apart around 0:
+  1315438592 ULPs made its row 104 columns wide."""
+  assert [screen.ulps_column(u) for u in (0, 999999, 1315438592, 2 ** 32, 10 ** 19)] == [
+      "0", "999999", "1.3e9", "4.3e9", "1.0e19"]
+
+
 @pytest.mark.parametrize("width", [100, 84, 60])
 @pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_the_verdict_and_causes_come_first_within_the_width(width):

@@ -323,6 +323,23 @@ def test_the_scripts_clipping_between_its_gradients_and_their_update_is_a_port_f
   assert str(raised.value).startswith("tf1_gradients must return the [(gradient, variable)]")
 
 
+def test_tf2s_clipping_is_read_where_the_tf1_optimizer_is_a_class_the_kit_does_not_read():
+  """BERT's script clips in its own lines and steps with its own optimizer class: the line
+  said "TF2's clipping: none" of a port clipping by the global norm (it was read from the
+  settings' mismatches, which a class the kit does not read has none of)."""
+
+  class ScriptDescent(v1.train.GradientDescentOptimizer):  # the script's own class
+    pass
+
+  own = lambda step: ScriptDescent(v1.Variable(m.RATE, trainable=False, name="lr"))
+  report = porting.compare(dataclasses.replace(m.port(), tf1_optimizer=own,
+                                               tf1_gradients=m.clip_by_global_norm),
+                           m.batches(1, 1), replicas=1, steps=1)
+  text = report.text().replace("\n    ", " ")
+  assert "the kit does not read its code (TF2's clipping: global_clipnorm 0.05)" in text, text
+  assert "TF1 ScriptDescent is not an optimizer the kit reads" in text
+
+
 def test_averaged_sparse_gradients_are_the_towers_to_the_bit():
   """gradient_reduction "mean" at N = 2 with an embedding: replica_mean all-reduced the
   IndexedSlices (rows concatenated, then summed) where average_gradients makes each tower's
@@ -373,6 +390,31 @@ def test_tf1_state_beside_the_model_and_slots_is_said_not_compared():
           "weights' rows compare what they do") in report.unread
   plain = porting.compare(m.port(), m.batches(1, 1), replicas=1, steps=1)  # lr: the rate
   assert not [line for line in plain.unread if "beside the model" in line]
+
+
+def test_a_record_keeps_what_the_live_tf1_side_says_is_not_compared(tmp_path):
+  """BERT's optimizer recorded under TensorFlow 1.15: its own apply_gradients and its moments
+  beside the model were said against the live towers, and nothing against the record."""
+  from porting import record  # pylint: disable=g-import-not-at-top
+
+  class OwnDescent(v1.train.GradientDescentOptimizer):
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+      return super().apply_gradients(grads_and_vars, global_step, name)
+
+  def own_state(step):
+    del step
+    v1.Variable(0.0, trainable=False, name="state_of_mine")
+    return OwnDescent(m.RATE)
+
+  port = dataclasses.replace(m.port(recurrent=False, clipped=False), tf1_optimizer=own_state)
+  live = porting.compare(port, m.batches(1, 1), replicas=1, steps=1)
+  path = record.write(port, m.batches(1, 1), str(tmp_path / "record"), replicas=1, steps=1)
+  replayed = porting.compare(port, record=str(tmp_path / "record"), steps=1)
+  assert path.endswith("record.json")
+  said = [line for line in live.unread if "state_of_mine" in line or "OwnDescent" in line]
+  assert len(said) == 2 and said == [line for line in replayed.unread if line in said], (
+      live.unread, replayed.unread)
+  assert "TF1 OwnDescent's own apply_gradients runs as written" in " ".join(said)
 
 
 def test_gradient_sums_are_not_named_against_a_record_from_another_tensorflow():

@@ -25,10 +25,22 @@ def learning_rate(obs):
             f"step i is TF1's at step i {'+' if shift > 0 else '-'} {abs(shift)}, at every "
             "step compared): a boundary or decay_steps off by that many steps, or a step "
             "count that starts elsewhere on one side"]
+  rising = [_rises(r) for r in rates]
+  if rising[0] != rising[1]:  # a warmup's sign: one rate climbs, the other never does
+    side, other = ("TF1", "TF2") if rising[0] else ("TF2", "TF1")
+    climb = ", ".join(f"{r:.3g}" for r in rates[0 if rising[0] else 1][:4])
+    return [f"{head}: {side}'s rate rises over the steps compared ({climb}"
+            f"{', ...' if len(rates[0]) > 4 else ''}) and {other}'s never does: a warmup on "
+            f"{side}'s side only (BERT's rises linearly from 0 over num_warmup_steps), or "
+            "another schedule"]
   return [f"{head}: the two schedules differ; what gives this: decay_steps multiplied or "
           "divided by N, a step count per replica (TF1's global step moves once per step of "
           "all towers), a schedule counted in examples (global_step x batch) on one side and "
           "in steps on the other, or another rate, boundary or decay factor"]
+
+
+def _rises(rates):
+  return any(b > a for a, b in zip(rates, rates[1:]))
 
 
 def _shift(tf1, tf2, most=3):
