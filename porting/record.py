@@ -148,6 +148,10 @@ class Recorded:
     self.optimizer = type(self.optimizer_class, (), dict(
         header["optimizer"], RECORDED_OWN=header.get("own_methods", [])))()
     self.beside = header.get("beside")  # checkpoint_extras.beside_line, where it was recorded
+    if "own_methods" not in header:  # written before records kept them: said, not guessed
+      self.beside = ("what the TF1 side holds beside the model and whether its optimizer's "
+                     "own compute_gradients or apply_gradients ran: the record was written "
+                     "before records kept them (record it again to see them)")
     self.slot_kinds = header["slot_kinds"]
     self.machine = header["machine"]
     self.facts = header["facts"]  # what the towers showed as they were built (Towers.facts)

@@ -3,6 +3,7 @@ updates part, an embedding's sparse gradient, TF1's RNN cells under Keras 3, and
 script's learning-rate variable through checkpoint conversions."""
 
 import dataclasses
+import json
 
 import keras
 import numpy as np
@@ -415,6 +416,16 @@ def test_a_record_keeps_what_the_live_tf1_side_says_is_not_compared(tmp_path):
   assert len(said) == 2 and said == [line for line in replayed.unread if line in said], (
       live.unread, replayed.unread)
   assert "TF1 OwnDescent's own apply_gradients runs as written" in " ".join(said)
+  # A record written before records kept them: said so, not left out.
+  header = tmp_path / "record" / "record.json"
+  old = {k: v for k, v in json.loads(header.read_text()).items()
+         if k not in ("own_methods", "beside")}
+  header.write_text(json.dumps(old))
+  older = porting.compare(port, record=str(tmp_path / "record"), steps=1)
+  assert [line for line in older.unread if "record was written before" in line] == [
+      "what the TF1 side holds beside the model and whether its optimizer's own "
+      "compute_gradients or apply_gradients ran: the record was written before records kept "
+      "them (record it again to see them)"], older.unread
 
 
 def test_gradient_sums_are_not_named_against_a_record_from_another_tensorflow():
