@@ -73,10 +73,17 @@ class TowerCombination:
 
   def loss_factor(self, n, reduction):
     """What a replica's loss is multiplied by to be on its tower's scale, the report's loss
-    rows: a tower's loss is its own mean (x 1/N where the script divides it), a replica's the
-    global batch's share (1/N) under gradient_reduction "sum", its own mean under "mean". An
-    int where it is one (x N is exact for powers of two)."""
-    factor = self.tower_scale(n) / (1.0 / n if reduction == "sum" else 1.0)
+    rows: the faithful port's replica loss is its tower's (as the script's division left it)
+    times what makes the two updates one. The script's update takes 1/N of its towers'
+    gradients where it averages them, all of them where it sums; the port's, all of its
+    replicas' under gradient_reduction "sum", 1/N under "mean". So: N for averaged towers
+    against summed replicas (each replica the global batch's share), 1 for summed towers
+    against summed replicas (model_deploy's divided losses, replicate_model_fn, summed losses
+    as written: tf_cnn_benchmarks' replicated), 1/N for summed towers against averaged
+    replicas. An int where it is one (x N is exact for powers of two)."""
+    towers = 1.0 / n if self.gradients == "mean" else 1.0
+    replicas = 1.0 if reduction == "sum" else 1.0 / n
+    factor = replicas / towers
     return int(factor) if factor == int(factor) else factor
 
   def describe(self, n):

@@ -2,9 +2,10 @@
 
 Rows are (step, kind, TF1 name, TF2 name, Diff) with kind one of:
   loss      tower i's loss against replica i's loss on the tower's scale (TowerCombination.
-            loss_factor: x N under the "sum" gradient reduction against towers of their own
-            means, a replica's loss being scaled by the global batch; x N is exact for
-            powers of two; x 1 against model_deploy's clones, divided by N)
+            loss_factor: x N under the "sum" gradient reduction against averaged towers, a
+            replica's loss being scaled by the global batch; x N is exact for powers of
+            two; x 1 against summed towers: model_deploy's clones divided by N, losses
+            summed as written)
   outputs   tower i's outputs against replica i's
   gradient  the towers' combined gradient (averaged, or as the script combines them)
             against the replicas' reduced one
@@ -52,7 +53,7 @@ def rows(pairs, tf1, tf2, optimizers, loss_factor):
   """Every Row of traces `tf1` and `tf2` under the variable `pairs`; `optimizers` is the
   (TF1, TF2) optimizer class names, for the slot conventions; a replica's loss is compared
   times `loss_factor` (TowerCombination.loss_factor: N under the "sum" gradient reduction
-  against towers of their own means)."""
+  against averaged towers)."""
   out = []
   for s, (a, b) in enumerate(zip(tf1.steps, tf2.steps)):
     out += step_rows(s, a, b, pairs, tf1, optimizers, loss_factor)
