@@ -67,6 +67,30 @@ def test_keras_sgds_velocity_is_named_past_rounding_that_step_0_has_of_its_own()
       "the rate moves at step 1 (TF1 0.05 -> 0.045)")], hints
 
 
+def test_keras_sgds_velocity_is_named_beside_a_fused_kernels_moving_variance():
+  """tf_cnn_benchmarks' fused batch norm keeps the unbiased variance: its moving_variance is
+  3.5e-4 apart from step 0, and the momentum cause, which asked every row before the rate
+  moves to be rounding, was not named: a planted Keras SGD went unfound."""
+  names = ["w", "bn/moving_variance"]
+  def trace():
+    steps = [Step([np.float32(1)], [None], {"w": np.ones(3, np.float32)}, rate, {}, {})
+             for rate in (0.1, 0.05, 0.05)]
+    return Trace([], ["w"], steps, {"update_ops": "first_tower"})
+  statistic = Diff(3.5e-4, 3.5e-4, 5000)
+  table = [Row(0, "gradient", "w", "w", ROUNDING), Row(0, "weight", "w", "w", ROUNDING),
+           Row(0, "weight", names[1], names[1], statistic),
+           Row(1, "weight", "w", "w", Diff(0.15, 0.15, 10 ** 6)),
+           Row(1, "weight", names[1], names[1], statistic)]
+  hints = diagnosis.causes([(n, n) for n in names], trace(), trace(), table, 0.0, 1,
+                           ("MomentumOptimizer", "SGD"), "mean")
+  assert [h for h in hints if h.startswith(
+      "momentum: MomentumOptimizer keeps accum = m accum + g and steps -lr accum, Keras SGD "
+      "keeps v = m v - lr g and steps +v: alike at a constant rate, apart once it changes: "
+      "the rate moves at step 1 (TF1 0.1 -> 0.05), where Keras's velocity still carries the "
+      "old rate; every difference before it is rounding (the moving statistics aside: they "
+      "feed no update), from it up to 0.15 relative")], hints
+
+
 def test_grappler_off_whole_is_said_as_off_not_as_by_default():
   """With tf.config.optimizer's disable_meta_optimizer (every pass off), the sums' line said
   '(grappler as by default here)': only arithmetic_optimization was read."""

@@ -16,8 +16,11 @@ def fused(obs):
     return []
   # Where the train op runs another tower's updates than the first, the moving statistics
   # are those towers' (other_towers names them): the fused kernel does not account for them.
+  # Step 0's only: there both sides start from the same weights, and what parts later
+  # (an optimizer's other update) is no kernel's rounding.
   statistics = ("" if _other_towers_run(obs) else
-                f", the moving statistics up to {obs.worst(_moving(obs)):.2g}")
+                f", its moving statistics up to "
+                f"{obs.worst([r for r in _moving(obs) if r.step == 0]):.2g}")
   return ["TF1's batch norm is fused (FusedBatchNorm: its own rounding, and "
           "moving_variance updated with the unbiased variance n/(n-1)); the port's is not "
           "(no Keras 3 layer runs that kernel: Keras's BatchNormalization and "

@@ -96,6 +96,11 @@ def _model_rows(obs):
           r.tf2.split(":")[0] in trainable]
 
 
+def _statistic(obs, row):
+  """Whether `row` is a weight the optimizer does not train (a batch norm's moving mean)."""
+  return row.kind == "weight" and row.tf2.split(":")[0] not in {obs.to2[k] for k in obs.names}
+
+
 def momentum(obs):
   """MomentumOptimizer's accum = m accum + g, -lr accum, against Keras SGD's v = m v - lr g:
   rounding from the second step; a different update once the rate changes."""
@@ -115,15 +120,19 @@ def momentum(obs):
             "whenever the rate changes: v is -lr x accum only at a constant rate), up "
             f"to {obs.worst(rounding):.2g} relative")
   elif change is not None and all(r.diff.max_rel <= obs.bound for r in obs.bad
-                                   if r.step < change) and any(
+                                   if r.step < change and not _statistic(obs, r)) and any(
       r.diff.max_rel > obs.bound for r in rows if r.step >= change):
     # Rounding before the change may be another cause's (a U-Net's penalty sums at step 0,
-    # 2 ULPs): what parts past it once the rate moves is still this one.
+    # 2 ULPs): what parts past it once the rate moves is still this one. Moving statistics
+    # feed no update (a fused kernel's unbiased variance parts them from step 0).
+    aside = (" (the moving statistics aside: they feed no update)" if any(
+        _statistic(obs, r) and r.diff.max_rel > obs.bound for r in obs.bad
+        if r.step < change) else "")
     line = ("momentum: MomentumOptimizer keeps accum = m accum + g and steps -lr accum, "
             "Keras SGD keeps v = m v - lr g and steps +v: alike at a constant rate, apart "
             f"once it changes: the rate moves at step {change} (TF1 {rates[change - 1]:.6g} "
             f"-> {rates[change]:.6g}), where Keras's velocity still carries the old rate; "
-            f"every difference before it is rounding, from it up to "
+            f"every difference before it is rounding{aside}, from it up to "
             f"{obs.worst([r for r in rows if r.step >= change]):.2g} relative; "
             "porting.TF1Momentum keeps TF1's accumulator")
   else:
