@@ -81,10 +81,12 @@ class TowerCombination:
     against summed replicas (model_deploy's divided losses, replicate_model_fn, summed losses
     as written: tf_cnn_benchmarks' replicated), 1/N for summed towers against averaged
     replicas. An int where it is one (x N is exact for powers of two)."""
-    towers = 1.0 / n if self.gradients == "mean" else 1.0
-    replicas = 1.0 if reduction == "sum" else 1.0 / n
-    factor = replicas / towers
+    factor = replicas_share(n, reduction) / self.towers_share(n)
     return int(factor) if factor == int(factor) else factor
+
+  def towers_share(self, n):
+    """What the script's update takes of each tower's gradient: 1/N averaged, all summed."""
+    return 1.0 / n if self.gradients == "mean" else 1.0
 
   def describe(self, n):
     """One line: what the TF1 side did with its N towers."""
@@ -99,6 +101,11 @@ class TowerCombination:
 
   def record(self):
     return dataclasses.asdict(self)
+
+
+def replicas_share(n, reduction):
+  """What the port's update takes of each replica's gradient under gradient_reduction."""
+  return 1.0 if reduction == "sum" else 1.0 / n
 
 
 def from_record(facts):

@@ -32,6 +32,7 @@ from porting.causes import optimizers
 from porting.causes import outputs
 from porting.causes import precision as precision_causes
 from porting.causes import scale
+from porting.causes import shares
 from porting.causes import towers
 from porting.causes import updates
 
@@ -41,7 +42,8 @@ NOISE = 1e-2  # max rel from which a vanishing gradient's difference is its valu
 RULES = (outputs.structure, precision_causes.other_precisions, towers.later_towers,
          combination_causes.transformed_scale, combination_causes.summed_towers,
          scale.gradient_scale, scale.uniform_scale, scale.loss_only, scale.regularization,
-         combination_causes.regularization_placement, scale.penalty_by_hand,
+         combination_causes.regularization_placement, shares.loss_shares,
+         scale.penalty_by_hand,
          optimizers.learning_rate, batch_norm.fused, batch_norm.other_towers,
          batch_norm.update_rounding, averages.read_order, gradients.vanishing_only,
          gradients.fused_bias, gradients.gradient_sums, precision_causes.low_precision,
@@ -50,7 +52,7 @@ RULES = (outputs.structure, precision_causes.other_precisions, towers.later_towe
          optimizers.rmsprop, optimizers.sparse_update, machines.other_runtime)
 # The rules that name a rounding: none where the update parts further than rounding
 # (Observations.update_apart), which they cannot explain.
-ROUNDING_RULES = (scale.loss_only, batch_norm.fused, batch_norm.update_rounding,
+ROUNDING_RULES = (scale.loss_only, shares.loss_shares, batch_norm.fused, batch_norm.update_rounding,
                   gradients.vanishing_only, gradients.fused_bias, gradients.gradient_sums,
                   precision_causes.low_precision, scale.not_a_power_of_two,
                   optimizers.sparse_update, machines.other_runtime)

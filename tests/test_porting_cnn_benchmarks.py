@@ -51,3 +51,18 @@ def test_keras_sgds_velocity_is_found_beside_the_scripts_fused_batch_norm():
   statistics = max(r.diff.max_rel for r in report.rows if r.step == 0 and "moving_" in r.tf1)
   assert f"its moving statistics up to {statistics:.2g}" in " ".join(
       report.text().split()), report.text()
+
+
+@pytest.mark.parametrize("mode", ["parameter_server", "replicated"])
+def test_the_decay_spread_over_the_replicas_is_the_same_update_shared_otherwise(mode):
+  """The script's N x weight decay on the last tower, the port's share on each replica: the
+  same update (every gradient within rounding), the towers' losses apart by the penalty's
+  move. The kit said "not explained ... in the head, the loss"."""
+  report = porting.compare(m.port(mode, "wd_spread", fused=False), m.batches(2, steps=1),
+                           replicas=2, steps=1)
+  [cause] = _causes(report)
+  text = " ".join(cause.split())
+  assert text.startswith("cause: the towers' losses part from the replicas' at step 0 (TF1 - "
+                         "TF2 on the towers' scale: tower_0 -0.1506, tower_1 +0.1506) while "
+                         "the losses the two updates are the gradients of agree"), text
+  assert text.endswith("The port is not at fault"), text

@@ -6,6 +6,8 @@ it does not. porting.diagnosis.RULES runs them in the order the report lists the
   scale         gradients N x or 1/N the towers' average, or all one other factor; only the
                 losses apart by rounding; the regularization counted N times or missing; a
                 penalty on one side only (or stronger there); N not a power of two
+  shares        the same update, its loss shared out otherwise over towers and replicas (a
+                penalty on one tower against a share on each replica)
   batch_norm    a fused TF1 batch norm; the moving statistics of another tower; moving
                 averages that differ by their update's rounding
   gradients     only bias gradients apart where oneDNN fuses; a tensor used k times whose
