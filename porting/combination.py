@@ -31,7 +31,7 @@ from porting.errors import PortError
 
 LOSSES = ("as_written", "divided")
 REGULARIZATIONS = ("in_tower_loss", "first_tower", "every_tower")
-GRADIENTS = ("mean", "sum")
+GRADIENTS = ("mean", "sum", "scaled_sum")
 UPDATE_OPS = ("first_tower", "last_tower", "all_towers", "none")
 
 
@@ -45,7 +45,9 @@ class TowerCombination:
     tower_loss adds its 'losses' collection), "first_tower" (the script adds the sum of the
     whole REGULARIZATION_LOSSES collection to tower 0's loss only, after the division) or
     "every_tower" (to every tower's loss).
-  gradients: "mean" (per variable, the towers' mean: average_gradients) or "sum" (add_n).
+  gradients: "mean" (per variable, the towers' mean: average_gradients' reduce_mean), "sum"
+    (add_n) or "scaled_sum" (add_n, then x 1/N: tf_cnn_benchmarks' parameter_server, whose
+    1/N rounds where N is not a power of two, and a division does otherwise).
   update_ops: which towers' UPDATE_OPS run with the train op: "first_tower", "last_tower",
     "all_towers" or "none" (see Port.update_ops).
   """
@@ -69,7 +71,7 @@ class TowerCombination:
   def update_scale(self, n):
     """The combined gradient over the mean of the towers' own: 1 for the tutorial's average
     and model_deploy's sum of divided losses, N for a sum of losses as written."""
-    return self.tower_scale(n) * (n if self.gradients == "sum" else 1)
+    return self.tower_scale(n) * (1 if self.averaged else n)
 
   def loss_factor(self, n, reduction):
     """What a replica's loss is multiplied by to be on its tower's scale, the report's loss
@@ -86,7 +88,12 @@ class TowerCombination:
 
   def towers_share(self, n):
     """What the script's update takes of each tower's gradient: 1/N averaged, all summed."""
-    return 1.0 / n if self.gradients == "mean" else 1.0
+    return 1.0 / n if self.averaged else 1.0
+
+  @property
+  def averaged(self):
+    """Whether the update is the towers' mean (by a division or by x 1/N), not their sum."""
+    return self.gradients in ("mean", "scaled_sum")
 
   def describe(self, n):
     """One line: what the TF1 side did with its N towers."""
@@ -94,7 +101,8 @@ class TowerCombination:
     regularization = {"in_tower_loss": "its regularization as tower_loss adds it",
                       "first_tower": "the regularization collection added to tower 0's only",
                       "every_tower": "the regularization collection added to every tower's"}
-    gradients = "averaged" if self.gradients == "mean" else "summed"
+    gradients = {"mean": "averaged", "sum": "summed",
+                 "scaled_sum": f"summed, then multiplied by 1/{n}"}[self.gradients]
     return (f"{self.name}: each tower's loss {loss}, {regularization[self.regularization]}; "
             f"the towers' gradients {gradients}; {self.update_ops.replace('_', ' ')}'s "
             "UPDATE_OPS")

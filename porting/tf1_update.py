@@ -34,7 +34,12 @@ def combine(combination, tower_grads):
   """The towers' [(gradient, variable)] lists as one, by the combination's mean or sum."""
   if combination.gradients == "mean":
     return average_gradients(tower_grads)
-  return sum_gradients(tower_grads)
+  summed = sum_gradients(tower_grads)
+  if combination.gradients == "scaled_sum" and len(tower_grads) > 1:
+    # tf_cnn_benchmarks' aggregate_single_gradient_using_copy(use_mean=True): the float32
+    # 1/N times the sum.
+    return [(tf.scalar_mul(1.0 / len(tower_grads), g), v) for g, v in summed]
+  return summed
 
 
 def sum_gradients(tower_grads):

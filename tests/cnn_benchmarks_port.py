@@ -51,12 +51,11 @@ crosses two decays.
 
 How each mode is told to the kit:
 - parameter_server: `TowerCombination(loss="as_written", regularization="in_tower_loss",
-  gradients="mean", update_ops="first_tower")`: each tower's loss as the script hands it to
-  tf.gradients (the last tower's holding N x the penalty, written in tower_loss, which knows
-  the number of towers only because the Port is built for it: the kit does not tell a tower
-  its index or N), averaged. The kit's mean is tf.reduce_mean over the stacked gradients
-  (sum, then / N); the script's is add_n then x (1 / N): the same bits at N = 1, 2, 4, not at
-  N = 3.
+  gradients="scaled_sum", update_ops="first_tower")`: each tower's loss as the script hands
+  it to tf.gradients (the last tower's holding N x the penalty, written in tower_loss, which
+  knows the number of towers only because the Port is built for it: the kit does not tell a
+  tower its index or N), summed by add_n, then x (1 / N), as the script averages (where
+  average_gradients' reduce_mean divides: the same bits at N = 1, 2, 4, not at N = 3).
 - replicated: `TowerCombination(loss="as_written", regularization="in_tower_loss",
   gradients="sum", update_ops="first_tower")`: the per-tower copies hold the same values
   (the same sum applied to the same start), so one set of variables is v0's.
@@ -110,7 +109,7 @@ FAULTS = (None, "wd_every_replica", "bn_momentum", "keras_sgd", "loss_scale", "w
 
 PARAMETER_SERVER = porting.TowerCombination(
     "tf_cnn_benchmarks parameter_server", loss="as_written", regularization="in_tower_loss",
-    gradients="mean", update_ops="first_tower")
+    gradients="scaled_sum", update_ops="first_tower")
 REPLICATED = porting.TowerCombination(
     "tf_cnn_benchmarks replicated", loss="as_written", regularization="in_tower_loss",
     gradients="sum", update_ops="first_tower")

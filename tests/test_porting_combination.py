@@ -41,9 +41,28 @@ def test_the_forms_say_what_their_scripts_do():
   assert combination.from_record({"combination": deploy.record()}) == deploy
 
 
+def test_a_sum_times_the_reciprocal_is_the_scripts_mean_not_a_division():
+  """tf_cnn_benchmarks' parameter_server averages by add_n, then x 1/N (float32); the kit ran
+  average_gradients' reduce_mean for it, which divides: other bits at N = 3."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from porting import tf1_update  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(0)
+  grads = [rng.normal(size=1000).astype(np.float32) for _ in range(3)]
+  towers = [[(tf.constant(g), "w")] for g in grads]
+  scaled = porting.TowerCombination(gradients="scaled_sum")
+  [(got, name)] = tf1_update.combine(scaled, towers)
+  expected = (grads[0] + grads[1] + grads[2]) * np.float32(1.0 / 3)
+  assert name == "w" and got.numpy().tobytes() == expected.tobytes()
+  [(mean, _)] = tf1_update.combine(porting.AVERAGE_GRADIENTS, towers)
+  assert not np.array_equal(mean.numpy(), got.numpy())  # the division rounds otherwise
+  assert (scaled.towers_share(3), scaled.update_scale(3), scaled.loss_factor(3, "sum")) == (
+      1 / 3, 1.0, 3)
+  assert "the towers' gradients summed, then multiplied by 1/3" in scaled.describe(3)
+
+
 def test_a_combination_the_kit_cannot_run_is_refused_in_one_line():
   with pytest.raises(PortError, match="TowerCombination's gradients must be one of mean, sum, "
-                     "got 'median'"):
+                     "scaled_sum, got 'median'"):
     porting.TowerCombination(gradients="median")
   with pytest.raises(PortError, match="loss_reduction must be a tf.compat.v1.losses.Reduction"):
     porting.replicate_model_fn("none")

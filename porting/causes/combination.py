@@ -96,7 +96,7 @@ def regularization_count(obs):
   if towers is None:
     return None
   c, n = obs.combination, obs.n
-  each = 1.0 / n if c.gradients == "mean" else 1.0
+  each = 1.0 / n if c.averaged else 1.0
   if c.regularization == "in_tower_loss":
     each *= c.tower_scale(n)
   return len(towers) * each
