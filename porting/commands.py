@@ -6,6 +6,7 @@ EQUAL, 1 NOT EQUAL), every failure a PortError of one line.
 """
 
 import importlib
+import importlib.util
 import logging
 import os
 import shutil
@@ -58,12 +59,27 @@ def define_flags(fv):
                            flag_values=fv)
 
 
-def _load(reference, what):
+def _module(reference, what):
+  """The module of a module:attribute flag; PortError where it is malformed or no such module
+  is there (found, not imported: before TensorFlow starts, in a tenth of a second)."""
   module_name, _, attribute = (reference or "").partition(":")
   if not module_name or not attribute:
     raise PortError(f"--{what} must be module:attribute (e.g. my_team.port:PORT), got "
                      f"{reference!r}")
-  sys.path.insert(0, os.getcwd())  # the team's own modules, from where the command runs
+  if os.getcwd() not in sys.path:
+    sys.path.insert(0, os.getcwd())  # the team's own modules, from where the command runs
+  try:
+    missing = importlib.util.find_spec(module_name) is None
+  except ImportError:  # a parent package that fails: said by its import, below
+    missing = False
+  if missing:
+    raise PortError(f"--{what}: cannot import {module_name} (No module named "
+                    f"'{module_name}')")
+  return module_name, attribute
+
+
+def _load(reference, what):
+  module_name, attribute = _module(reference, what)
   try:
     module = importlib.import_module(module_name)
   except ImportError as e:
@@ -137,6 +153,9 @@ def _run(values, command, paths):
   """The command, its failures as one PortError line."""
   import porting  # pylint: disable=g-import-not-at-top  # imports TensorFlow
   try:
+    _module(values.port, "port")
+    if not (command == "compare" and values.record):
+      _module(values.batches, "batches")
     porting.replica_devices(values.replicas if command == "compare" else 1)
     port = _load(values.port, "port")
     port = port if isinstance(port, porting.Port) else port()

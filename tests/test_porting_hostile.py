@@ -146,6 +146,27 @@ def test_the_kits_own_command_line_exit_statuses(args, status, last):
   assert result.returncode == status and out[-1] == last, result.stderr[-1500:]
 
 
+def test_a_module_that_is_not_there_is_refused_before_tensorflow_starts():
+  """--port or --batches naming no module: the line came after TensorFlow's import (2 s of
+  CPU); the module is looked for first now, not imported."""
+  code = ("import os, sys\n"
+          "sys.argv = ['porting', 'compare', '--port=tests.bn_momentum_port:port', "
+          "'--batches=no_such_batches:batches']\n"
+          "from porting import __main__ as kit\n"
+          "from tfbits import process_end\n"
+          "def end(status):  # the kit's end, after saying what the process imported\n"
+          "  print(status, sorted(m for m in sys.modules if m.startswith('tensorflow'))[:1],"
+          " flush=True)\n"
+          "  os._exit(status)\n"
+          "process_end.end_process = end\n"
+          "kit.command_line()\n")
+  result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env=helpers.env(), cwd=helpers.REPO)
+  assert result.stdout == "2 []\n", result.stdout + result.stderr[-1500:]
+  assert result.stderr.strip().splitlines()[-1] == (
+      "error: --batches: cannot import no_such_batches (No module named 'no_such_batches')")
+
+
 @pytest.mark.parametrize("flag", ["--help", "-h", "--helpfull"])
 def test_help_exits_0_with_the_commands_and_every_flag_within_80_columns(flag):
   result = subprocess.run([sys.executable, "-m", "porting", flag], env=helpers.env(),
