@@ -30,7 +30,9 @@ class Port:
     with `tf.compat.v1.get_variable` / `tf.compat.v1.layers` as the team wrote it; the kit
     calls it once per tower under `name_scope('tower_i')`, reusing the variables after tower 0,
     on that tower's device. Written as the original's `tower_loss(scope, images, labels)` (a
-    first parameter named `scope`), it gets that name scope, for `get_collection(.., scope)`.
+    first parameter named `scope`), it gets that name scope, for `get_collection(.., scope)`;
+    with keyword parameters `tower` and `towers`, the tower's index and N (a script that adds
+    a term on one device, as tf_cnn_benchmarks adds its weight decay, N x on the last).
   tf1_optimizer(global_step) -> a tf.compat.v1.train.Optimizer (its learning rate may decay
     with global_step; the kit passes global_step to its apply_gradients, which increments it
     once per step as tf.compat.v1.train's optimizers do: an optimizer of the team's own that

@@ -40,6 +40,9 @@ def build(port, combination, devices, images, labels, source, optimizer):
   losses, outputs, tower_grads, updates, parts, scopes = [], [], [], [], [], []
   # The original's tower_loss(scope, images, labels) read its 'losses' collection by scope.
   takes_scope = next(iter(inspect.signature(port.tower_loss).parameters), None) == "scope"
+  # The tower's index and N, where tower_loss asks for them by name (tf_cnn_benchmarks adds
+  # its weight decay on the last device, x N).
+  told = {"tower", "towers"} & set(inspect.signature(port.tower_loss).parameters)
   shared = tf1_variables.Shared(source)
   # A collection the script reads once every tower is built (model_deploy's
   # REGULARIZATION_LOSSES): those towers' gradients are taken after the last is built.
@@ -51,7 +54,9 @@ def build(port, combination, devices, images, labels, source, optimizer):
         random_ops.aligned(source), tf1_layers.routed():
       scopes.append(scope)
       with shared.tower_scope(i):  # get_variable reused after tower 0, tf.Variable too
-        loss, out = spec.loss_and_outputs(_tower(port, takes_scope, scope, x, y), parts)
+        where = {k: v for k, v in (("tower", i), ("towers", n)) if k in told}
+        loss, out = spec.loss_and_outputs(_tower(port, takes_scope, scope, x, y, where),
+                                          parts)
       outputs.append(out)
       if _runs_updates(combination.update_ops, i, n):
         updates += v1.get_collection(v1.GraphKeys.UPDATE_OPS, scope)
@@ -79,12 +84,13 @@ def regularized_towers(losses, regularization):
       name in terms or "/Regularizer/" in name for name in graph_walks.reached([loss.op]))]
 
 
-def _tower(port, takes_scope, scope, images, labels):
-  """The team's tower_loss on one tower's slice; TensorFlow's Keras 3 stub for
-  tf.compat.v1.layers (tf_keras missing) answers in one line naming the package."""
+def _tower(port, takes_scope, scope, images, labels, where):
+  """The team's tower_loss on one tower's slice (`where`: the tower and towers it asks for);
+  TensorFlow's Keras 3 stub for tf.compat.v1.layers (tf_keras missing) answers in one line
+  naming the package."""
   try:
-    return port.tower_loss(scope, images, labels) if takes_scope else port.tower_loss(
-        images, labels)
+    return port.tower_loss(scope, images, labels, **where) if takes_scope else (
+        port.tower_loss(images, labels, **where))
   except AttributeError as e:
     error = tf1_layers.translated(e)
     if error is None:

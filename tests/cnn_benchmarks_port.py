@@ -52,9 +52,8 @@ crosses two decays.
 How each mode is told to the kit:
 - parameter_server: `TowerCombination(loss="as_written", regularization="in_tower_loss",
   gradients="scaled_sum", update_ops="first_tower")`: each tower's loss as the script hands
-  it to tf.gradients (the last tower's holding N x the penalty, written in tower_loss, which
-  knows the number of towers only because the Port is built for it: the kit does not tell a
-  tower its index or N), summed by add_n, then x (1 / N), as the script averages (where
+  it to tf.gradients (the last tower's holding N x the penalty: tower_loss asks the kit for
+  its `tower` and `towers`), summed by add_n, then x (1 / N), as the script averages (where
   average_gradients' reduce_mean divides: the same bits at N = 1, 2, 4, not at N = 3).
 - replicated: `TowerCombination(loss="as_written", regularization="in_tower_loss",
   gradients="sum", update_ops="first_tower")`: the per-tower copies hold the same values
@@ -211,12 +210,13 @@ def filter_l2_loss_vars(variables):
   return [v for v in variables if "batchnorm" not in v.name]
 
 
-def tower_loss(scope, images, labels, mode="parameter_server", replicas=2, fused=True):
-  """add_forward_pass_and_gradients up to tf.gradients, for the tower `scope` names: the
-  cross-entropy of its slice, and on the last tower N x weight_decay x the L2 loss.
-  (VariableMgr's outer scope: 'v' for parameter_server; 'v0' for replicated, whose towers'
-  copies the kit holds as one set, v0's.)"""
-  tower = int(scope.rstrip("/").split("_")[-1])
+def tower_loss(scope, images, labels, tower=0, towers=1, mode="parameter_server",
+               fused=True):
+  """add_forward_pass_and_gradients up to tf.gradients, for tower `tower` of `towers` (the
+  kit tells both): the cross-entropy of its slice, and on the last tower N x weight_decay x
+  the L2 loss. (VariableMgr's outer scope: 'v' for parameter_server; 'v0' for replicated,
+  whose towers' copies the kit holds as one set, v0's.)"""
+  del scope  # the tower's name scope; its index is `tower`
   with v1.variable_scope("v" if mode == "parameter_server" else "v0"):
     logits = build_network(images, fused=fused)
     with tf.name_scope("xentropy"):
@@ -227,10 +227,10 @@ def tower_loss(scope, images, labels, mode="parameter_server", replicas=2, fused
     l2_loss = None
     with tf.name_scope("l2_loss"):
       filtered_params = filter_l2_loss_vars(params)
-      if tower == replicas - 1:
+      if tower == towers - 1:
         l2_loss = tf.add_n([tf.nn.l2_loss(v) for v in filtered_params])
     if l2_loss is not None:
-      total_loss += replicas * WEIGHT_DECAY * l2_loss
+      total_loss += towers * WEIGHT_DECAY * l2_loss
   return total_loss, logits  # loss_type_to_report 'total_loss'
 
 
@@ -334,7 +334,7 @@ def port(mode="parameter_server", fault=None, replicas=2, fused=True, **changes)
   if fault not in FAULTS:
     raise ValueError(f"fault must be one of {FAULTS}, got {fault!r}")
   fields = dict(
-      tower_loss=functools.partial(tower_loss, mode=mode, replicas=replicas, fused=fused),
+      tower_loss=functools.partial(tower_loss, mode=mode, fused=fused),
       tf1_optimizer=functools.partial(tf1_optimizer, replicas=replicas),
       build_model=functools.partial(Net, bn_momentum=0.99 if fault == "bn_momentum"
                                     else BN_DECAY),

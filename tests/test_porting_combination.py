@@ -60,6 +60,18 @@ def test_a_sum_times_the_reciprocal_is_the_scripts_mean_not_a_division():
   assert "the towers' gradients summed, then multiplied by 1/3" in scaled.describe(3)
 
 
+def test_a_tower_loss_that_asks_for_its_tower_and_the_towers_is_told_them():
+  """tf_cnn_benchmarks adds its weight decay on the last device, x N: the tower function
+  needs both, and the kit told neither (a port closed over N, right at one N only)."""
+  told = []
+
+  def tower_loss(scope, images, labels, tower, towers):
+    told.append((scope, tower, towers))
+    return m.tower_loss(scope, images, labels)
+  porting.compare(m.port(tower_loss=tower_loss), m.batches(3, steps=1), replicas=3, steps=1)
+  assert told == [("tower_0/", 0, 3), ("tower_1/", 1, 3), ("tower_2/", 2, 3)]
+
+
 def test_a_combination_the_kit_cannot_run_is_refused_in_one_line():
   with pytest.raises(PortError, match="TowerCombination's gradients must be one of mean, sum, "
                      "scaled_sum, got 'median'"):
