@@ -90,15 +90,29 @@ def adam_beta_powers(obs):
           "products (and runs TF1's kernel)"]
 
 
+def _trainable(obs):
+  """The TF2 names of the trainable variables compared."""
+  return {obs.to2[k] for k in obs.names}
+
+
 def _model_rows(obs):
-  trainable = {obs.to2[k] for k in obs.names}
+  trainable = _trainable(obs)
   return [r for r in obs.bad if r.kind in ("weight", "slot") and
           r.tf2.split(":")[0] in trainable]
 
 
-def _statistic(obs, row):
-  """Whether `row` is a weight the optimizer does not train (a batch norm's moving mean)."""
-  return row.kind == "weight" and row.tf2.split(":")[0] not in {obs.to2[k] for k in obs.names}
+def _statistics(obs, rows):
+  """The rows of `rows` that are weights the optimizer does not train (a batch norm's moving
+  mean)."""
+  trainable = _trainable(obs)
+  return [r for r in rows if r.kind == "weight" and r.tf2.split(":")[0] not in trainable]
+
+
+def _before_is_rounding(obs, change):
+  """Every row apart before step `change` within rounding, the moving statistics aside."""
+  before = [r for r in obs.bad if r.step < change]
+  statistics = {id(r) for r in _statistics(obs, before)}
+  return all(r.diff.max_rel <= obs.bound for r in before if id(r) not in statistics)
 
 
 def momentum(obs):
@@ -119,15 +133,14 @@ def momentum(obs):
             "rounded differently from the second step on (and a different one "
             "whenever the rate changes: v is -lr x accum only at a constant rate), up "
             f"to {obs.worst(rounding):.2g} relative")
-  elif change is not None and all(r.diff.max_rel <= obs.bound for r in obs.bad
-                                   if r.step < change and not _statistic(obs, r)) and any(
+  elif change is not None and _before_is_rounding(obs, change) and any(
       r.diff.max_rel > obs.bound for r in rows if r.step >= change):
     # Rounding before the change may be another cause's (a U-Net's penalty sums at step 0,
     # 2 ULPs): what parts past it once the rate moves is still this one. Moving statistics
     # feed no update (a fused kernel's unbiased variance parts them from step 0).
+    before = [r for r in obs.bad if r.step < change]
     aside = (" (the moving statistics aside: they feed no update)" if any(
-        _statistic(obs, r) and r.diff.max_rel > obs.bound for r in obs.bad
-        if r.step < change) else "")
+        r.diff.max_rel > obs.bound for r in _statistics(obs, before)) else "")
     line = ("momentum: MomentumOptimizer keeps accum = m accum + g and steps -lr accum, "
             "Keras SGD keeps v = m v - lr g and steps +v: alike at a constant rate, apart "
             f"once it changes: the rate moves at step {change} (TF1 {rates[change - 1]:.6g} "
