@@ -33,7 +33,8 @@ IMPLIED = {"GradientDescentOptimizer": {"momentum": 0.0, "nesterov": False},
 # What no TF1 optimizer does: a Keras optimizer that does it differs from the first step.
 KERAS_CLASSES = ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "Nadam",
                  "Ftrl", "Lion", "Adafactor", "Lamb")
-CLIPPING = ("clipnorm ", "clipvalue ", "global_clipnorm ")  # the lines of Keras's clipping
+CLIPPING_NAMES = ("clipnorm", "clipvalue", "global_clipnorm")  # Keras's clipping settings
+CLIPPING = tuple(f"{name} " for name in CLIPPING_NAMES)  # how their mismatch lines start
 KERAS_ONLY = {"clipnorm": None, "clipvalue": None, "global_clipnorm": None, "use_ema": False,
               "weight_decay": None, "amsgrad": False}
 
@@ -41,8 +42,8 @@ KERAS_ONLY = {"clipnorm": None, "clipvalue": None, "global_clipnorm": None, "use
 def clipping(optimizer):
   """'name value' of each clipping the Keras optimizer `optimizer` is set to ('global_clipnorm
   0.05'), read from it whatever its class: [] where it clips nothing."""
-  return [f"{line.strip()} {getattr(optimizer, line.strip())!r}" for line in CLIPPING
-          if getattr(optimizer, line.strip(), None) is not None]
+  return [f"{name} {getattr(optimizer, name)!r}" for name in CLIPPING_NAMES
+          if getattr(optimizer, name, None) is not None]
 
 
 def tf1_attributes(tf1_class):
