@@ -64,13 +64,15 @@ def _is_xdist_controller(config):
           and not os.environ.get("PYTEST_XDIST_WORKER"))
 
 
-# Three workers when pytest-xdist is there, on 2 cores: much of the suite waits on child
-# processes (a cluster job's start, a peer's timeout, a signal's delivery), and a third
-# worker fills those waits. Measured on 2 cores, the whole suite: 313-316 s with two workers,
-# 286-295 s with three, 334 s with four (contention: ~100 s more CPU); again at 1,112 tests
-# on a 2-core AVX-512 EPYC: 450 s with three (885 s of CPU, 196%), 477 s with four (942 s). Without xdist, one process, where `-n 2` in
-# addopts made pytest refuse to start. `-n 0` (or any -n) still decides.
-WORKERS = 3
+# Two workers when pytest-xdist is there, one per core of the 2-core machines the suite is
+# timed on. The suite is CPU-bound: measured on a 2-core AVX-512 EPYC at 1,161 tests, 490-508 s
+# with two workers (903 s of CPU) against 514-534 s with three (1,030 s: a third worker's
+# TensorFlow threads and child processes contend for the same two cores, and the waits on
+# child processes it used to fill are 74 s of the two workers' ~1,000 s). Earlier, with more
+# of the suite waiting on cluster jobs, three won (286-295 s against 313-316 s). Without
+# xdist, one process, where `-n 2` in addopts made pytest refuse to start. `-n 0` (or any -n)
+# still decides.
+WORKERS = 2
 
 # The tiers. `-m "not slow"`, the inner loop's, ends in about 90 s on 2 cores: `slow` marks
 # the binaries' end-to-end runs, and every other test over 1.5 s of CPU (its own and its child
