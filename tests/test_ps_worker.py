@@ -45,8 +45,8 @@ def test_a_restarted_worker_rejoins(tmp_path):
   train_dir = tmp_path / "train"
   # Stale asynchronous gradients at lr 0.1 on batches of 8 can diverge (seen once: an Inf
   # loss); this test is about rejoining, so it trains gently.
-  common = [*FLAGS, f"--train_dir={train_dir}", "--max_steps=120", "--learning_rate=0.02",
-            "--save_checkpoint_steps=20", *cluster]
+  common = [*FLAGS, f"--train_dir={train_dir}", "--max_steps=60", "--learning_rate=0.02",
+            "--save_checkpoint_steps=10", *cluster]
 
   def task(job, index):
     return helpers.start("compat_v1.train", f"--job_name={job}", f"--task_index={index}",
@@ -75,7 +75,7 @@ def test_a_restarted_worker_rejoins(tmp_path):
     assert restarted.wait(120) == 0, log.read_text()[-3000:]
     assert procs[1].wait(120) == 0
     assert "worker:1 done at global step" in log.read_text()
-    assert 120 <= helpers.trained(train_dir, seed=2).global_step <= 122
+    assert 60 <= helpers.trained(train_dir, seed=2).global_step <= 62
   finally:
     for proc in procs:
       proc.kill()  # SIGKILL ends a stopped process too
@@ -83,7 +83,7 @@ def test_a_restarted_worker_rejoins(tmp_path):
 
 
 def _has_checkpoint(train_dir):
-  # The chief's first save: at step 20 of 120.
+  # The chief's first save: at step 10 of 60.
   return bool(list(train_dir.glob("model.ckpt-*.index")))
 
 
