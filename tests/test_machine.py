@@ -95,24 +95,16 @@ def _described(env, taskset=()):
   return out.stdout.splitlines()[-2:]
 
 
-@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
-def test_op_determinism_is_on_the_line_as_tensorflow_holds_it():
-  """Set when TensorFlow starts, TF_DETERMINISTIC_OPS=1 gave both trainers other weights after
-  one step (conv1's 7.45e-9 apart, measured; docs/determinism.md). The line says what
-  TensorFlow runs: still on after the variable is gone (it latched at its first read), where
-  the line once read the environment and said off."""
-  env = {k: v for k, v in helpers.env().items() if k != "TF_DETERMINISTIC_OPS"}
-  plain, _ = _described(env)
-  assert "op determinism" not in plain
-  set_, removed = _described({**env, "TF_DETERMINISTIC_OPS": "1"})
-  assert ", op determinism on, TensorFlow " in set_ and ", op determinism on, " in removed
-
-
 @pytest.mark.skipif(threads.schedulable_cpus() < 2, reason="needs 2 schedulable CPUs")
 @pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
-def test_the_line_says_the_cpus_and_pools_the_process_runs():
+def test_the_line_says_the_cpus_pools_and_op_determinism_the_process_runs():
   """taskset -c 0 on a machine of N CPUs: TensorFlow's pools default to 1 thread each (its
-  schedulable CPUs), and the line says so, where it once said the machine's N."""
+  schedulable CPUs), and the line says so, where it once said the machine's N.
+
+  Set when TensorFlow starts, TF_DETERMINISTIC_OPS=1 gave both trainers other weights after
+  one step (conv1's 7.45e-9 apart, measured; docs/determinism.md). The line says what
+  TensorFlow runs: still on after the variable is gone (it latched at its first read), where
+  the line once read the environment and said off. Two processes carry both checks."""
   env = {k: v for k, v in helpers.env().items()
          if k not in ("TF_DETERMINISTIC_OPS", "TF_NUM_INTRAOP_THREADS",
                       "TF_NUM_INTEROP_THREADS")}
@@ -121,8 +113,11 @@ def test_the_line_says_the_cpus_and_pools_the_process_runs():
   assert f", 1 of {cpus} CPUs (" in bound, bound
   # Nothing set them in that child: TensorFlow's defaults, as tfbits.threads resolves them.
   assert ", intra-op 1, inter-op 1 threads, " in bound, bound
-  pinned, _ = _described({**env, "TF_NUM_INTRAOP_THREADS": "3"}, taskset=("taskset", "-c", "0"))
-  assert ", intra-op 3, inter-op 1 threads, " in pinned, pinned
+  assert "op determinism" not in bound, bound
+  pinned, removed = _described({**env, "TF_NUM_INTRAOP_THREADS": "3",
+                                "TF_DETERMINISTIC_OPS": "1"}, taskset=("taskset", "-c", "0"))
+  assert ", intra-op 3, inter-op 1 threads, op determinism on, TensorFlow " in pinned, pinned
+  assert ", op determinism on, " in removed, removed
 
 
 def test_the_pools_and_schedulable_cpus_read_back():
