@@ -277,7 +277,6 @@ def test_nodeterministic_reaches_every_measurement(monkeypatch):
   import subprocess  # pylint: disable=g-import-not-at-top
   from absl import flags as absl_flags  # pylint: disable=g-import-not-at-top
   from benchmarks import measure  # pylint: disable=g-import-not-at-top
-  from benchmarks import results  # pylint: disable=g-import-not-at-top
   from benchmarks import throughput  # pylint: disable=g-import-not-at-top
   from cifar10 import config  # pylint: disable=g-import-not-at-top
   from strategies import devices  # pylint: disable=g-import-not-at-top

@@ -3,7 +3,6 @@ against its Keras 3 port, tower i and replica i drawing the same numbers step by
 the causes named where randomness is not shared. Before: every row DIFFERS from step 0's
 loss, no cause named."""
 
-import functools
 import os
 import re
 import shlex

@@ -157,7 +157,6 @@ def test_an_evaluator_skips_a_checkpoint_the_trainer_deletes_while_it_is_read(
   # misleading "Variable name ... missing").
   import contextlib  # pylint: disable=g-import-not-at-top
   import importlib  # pylint: disable=g-import-not-at-top
-  from cifar10 import config  # pylint: disable=g-import-not-at-top
   from cifar10 import eval_config  # pylint: disable=g-import-not-at-top
   train_dir = str(tmp_path / "train")
   train = lambda steps: helpers.call(trainer, *FLAGS, f"--max_steps={steps}",
