@@ -19,9 +19,19 @@ import pytest
 
 import porting
 from tests import resnet_replicate_port as m
+from tfbits import machine
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:`tf.layers.",
-                                          "ignore:`layer.apply`")
+_HERE = machine.describe()
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:`tf.layers.",
+                               "ignore:`layer.apply`"),
+    # Measured (docs/determinism.md): oneDNN's AVX2 filter gradient of the port's 1x1,
+    # stride-2 projection is wrong in some calls, so neither side's gradients are the script's.
+    pytest.mark.skipif(
+        _HERE.onednn and _HERE.onednn_max_isa.strip().upper() == "AVX2",
+        reason="ONEDNN_MAX_CPU_ISA=AVX2: TensorFlow 2.21's oneDNN computes a 1x1 stride-2 "
+               "convolution's filter gradient wrongly in some calls (docs/determinism.md)"),
+]
 
 STEPS = 3
 ROUNDING = 1e-5  # the causes' own bound for float32 rounding
