@@ -124,7 +124,8 @@ def test_a_full_or_read_only_disk_leaves_no_version_folder(run, tmp_path):
   # The four exports run in that one process, each as the binary does (helpers.call: its
   # flags, its one-line error, its exit status), as tests/storage_faults.py runs the trainers.
   script = (f"mount -t tmpfs -o size=1m tmpfs {full} && mount -t tmpfs -o ro tmpfs {read_only}"
-            f" && exec {sys.executable} -c '{_EXPORTS_ON_DISKS}' {run} {full} {read_only}")
+            f" && exec {sys.executable} -c '{_EXPORTS_ON_DISKS}' {run} {full} {read_only} "
+            + " ".join(EXPORTERS))
   result = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True,
                           text=True, env=helpers.env(), cwd=helpers.REPO, timeout=300)
   assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
@@ -143,9 +144,9 @@ def test_a_full_or_read_only_disk_leaves_no_version_folder(run, tmp_path):
 _EXPORTS_ON_DISKS = """
 import json, os, sys
 from tests import helpers
-run, full, read_only = sys.argv[1:]
+run, full, read_only, *exporters = sys.argv[1:]
 seen = []
-for exporter in ("strategies.export", "compat_v1.export"):
+for exporter in exporters:
   for disk, root in (("full", full), ("read_only", read_only)):
     out = os.path.join(root, "m")
     result = helpers.call(exporter, "--checkpoint_dir=" + run, "--export_dir=" + out)
