@@ -1,7 +1,9 @@
 """How the suite hands its tests to xdist's workers (tests/conftest.py), driven through
 xdist's own scheduler with stand-in workers: a file with a module-scoped fixture goes to one
-worker whole, every other test on its own, in the files' order."""
+worker whole, every other test on its own, in the files' order, the files of fast tests only
+last."""
 
+import os
 import types
 
 import pytest
@@ -52,20 +54,45 @@ def _run(ids, workers=3):
 
 
 def test_a_file_with_a_module_fixture_goes_to_one_worker_whole():
-  # test_train_e2e.py shares a reference run (a module-scoped fixture); test_schedule.py and
+  # test_train_e2e.py shares a reference run (a module-scoped fixture); test_precision.py and
   # the made-up test_zz.py do not. Before, the group was named by a mark that xdist never
   # saw (pytest 9.2's node ids), and each worker that ran a test of it trained the reference.
   ids = [f"tests/{name}::case_{i}" for name, count in (
-      ("test_schedule.py", 6), ("test_train_e2e.py", 4), ("test_zz.py", 4)) for i in range(count)]
+      ("test_precision.py", 6), ("test_train_e2e.py", 4), ("test_zz.py", 4)) for i in range(count)]
   ran, units = _run(ids)
   assert len(ran) == len(ids)
   assert len({ran[t] for t in ids if "train_e2e" in t}) == 1
-  assert len({ran[t] for t in ids if "test_schedule" in t}) > 1
+  assert len({ran[t] for t in ids if "test_precision" in t}) > 1
   assert len({ran[t] for t in ids if "test_zz" in t}) > 1
   # One unit for the group, one per other test; the group at half its place in the files'
   # order (its first test is at 6: handed out after the test at 3), so that it is not the
   # last thing a worker does while the others have ended.
   assert units == [[t] for t in ids[:4]] + [ids[6:10]] + [[t] for t in ids[4:6] + ids[10:]]
+
+
+def test_the_files_of_fast_tests_only_go_out_last():
+  # test_flag_ranges.py has no `slow` test (each under 1.5 s of CPU): its tests fill the end,
+  # after the later files' slow ones. Before, the last tests out were test_thread_pools' and
+  # test_v1_session_first's 9-10 s ones, one worker idle while the other ran them.
+  ids = [f"tests/{name}::case_{i}" for name, count in (
+      ("test_flag_ranges.py", 3), ("test_precision.py", 2), ("test_train_e2e.py", 2),
+      ("test_zz.py", 2)) for i in range(count)]
+  _, units = _run(ids, workers=2)
+  # The group at half its place (5 / 2), before test_precision's tests at 3 and 4.
+  assert units == [ids[5:7], [ids[3]], [ids[4]], [ids[7]], [ids[8]]] + [[t] for t in ids[:3]]
+
+
+def test_the_files_are_told_apart_by_their_text(tmp_path):
+  files = {"test_shared.py": "@pytest.fixture(scope='module')\n@pytest.mark.slow\n",
+           "test_slow.py": "pytestmark = pytest.mark.slow\n",
+           "test_param.py": "pytest.param(3, marks=[pytest.mark.slow, pytest.mark.float16])\n",
+           "test_fast.py": "def test_it():\n  pass\n", "helpers.py": "", "test_x.txt": ""}
+  for name, text in files.items():
+    (tmp_path / name).write_text(text)
+  assert conftest.file_kinds(str(tmp_path)) == ({"test_shared.py"}, {"test_fast.py"})
+  grouped, fillers = conftest.file_kinds(os.path.dirname(conftest.__file__))
+  assert "test_train_e2e.py" in grouped and "test_flag_ranges.py" in fillers
+  assert "test_precision.py" not in grouped | fillers
 
 
 def test_a_dist_asked_for_is_xdist_own():
