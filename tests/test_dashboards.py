@@ -156,3 +156,25 @@ def test_the_runs_settings_and_graph_are_on_the_dashboard(trainer, tmp_path):
     assert plugins["train_step"] == "graph_run_metadata_graph"
   else:  # its Session's graph
     assert graphs == 1
+
+
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
+def test_a_runs_graph_is_its_own_step_after_another_run_in_the_process(tmp_path):
+  """TensorBoard's Graphs tab of a run that follows another in one process (a notebook,
+  cli.call, equivalence.runs). Before: the eager context handed the trace export all it had
+  collected since the last one, and a one-device run after a MirroredStrategy run wrote 76
+  function graphs as its step's, the other run's step (its replica_1 nodes) among them."""
+  from tensorflow.core.protobuf import config_pb2  # pylint: disable=g-import-not-at-top
+  flags = ["--dataset=synthetic", "--batch_size=2", "--max_steps=2", "--seed=7"]
+  for name, gpus in (("mirrored", 2), ("one", 1)):
+    result = helpers.call("strategies.train", *flags, f"--num_gpus={gpus}",
+                          f"--train_dir={tmp_path / name}")
+    assert result.returncode == 0, result.stderr[-2000:]
+  for name, replicas in (("mirrored", 2), ("one", 1)):
+    exported = [config_pb2.RunMetadata.FromString(tf.make_ndarray(v.tensor).item())
+                for path in glob.glob(f"{tmp_path / name}/events.out.tfevents.*")
+                for event in tf.compat.v1.train.summary_iterator(path)
+                for v in event.summary.value if v.tag == "train_step"]
+    assert len(exported) == 1 and len(exported[0].function_graphs) == 1, name
+    nodes = [n.name for n in exported[0].function_graphs[0].pre_optimization_graph.node]
+    assert any("replica_1" in n for n in nodes) == (replicas == 2), name
