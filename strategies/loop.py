@@ -17,6 +17,7 @@ import os
 
 from absl import logging
 import tensorflow as tf
+from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorflow-import
 
 from cifar10 import checkpoints
 from cifar10 import data_sources
@@ -141,6 +142,7 @@ class Backend(CheckpointedBackend):
     if graph:
       with self.writer.as_default():
         tf.summary.trace_export("train_step", step=call.step)
+      _stop_collecting_graphs()
       self.graph_written = True
     return driver.Steps(out.loss, out.lr, out.last_loss, out.last_lr, stop=out.stop,
                         record=out.record, ran=int(out.ran) if call.k > 1 else None,
@@ -202,9 +204,17 @@ def train(config, strategy, dataset=None, on_step=None, steps_per_loop=1, jit_co
 
 def _drop_collected_graphs():
   """Empties what the process's eager context holds for its next trace export: it hands that
-  export everything it collected since the last one. Measured in one process (a notebook,
-  harness.command_line.cli.call, equivalence.runs): a one-device run after a MirroredStrategy
-  run wrote 76 function graphs as its step's graph, the other run's 633-node step among them
-  (0.95 MB, against its own step's 1 graph, 0.22 MB, in a process of its own)."""
-  from tensorflow.python.eager import context  # pylint: disable=g-import-not-at-top
+  export everything collected since the last one (a graph trace of the user's own, in a
+  notebook, left on; or, before _stop_collecting_graphs, this loop's of an earlier run)."""
   context.context().export_run_metadata()
+
+
+def _stop_collecting_graphs():
+  """TensorFlow 2.21's trace_off leaves the graph collection trace_on(graph=True) started
+  running ("Disabling run_metadata disables graph collection as well", it says, and does not):
+  the context went on keeping the graphs of every function instantiated after the first call,
+  for the process's life. Measured in one process (a notebook, harness.command_line.cli.call,
+  equivalence.runs): a one-device run after a MirroredStrategy run wrote 52-76 function graphs
+  as its step's graph, the other run's 633-node step among them (0.95 MB, against its own
+  step's 1 graph, 0.22 MB, in a process of its own)."""
+  context.context().disable_graph_collection()

@@ -160,16 +160,25 @@ def test_the_runs_settings_and_graph_are_on_the_dashboard(trainer, tmp_path):
 
 @pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_a_runs_graph_is_its_own_step_after_another_run_in_the_process(tmp_path):
-  """TensorBoard's Graphs tab of a run that follows another in one process (a notebook,
-  cli.call, equivalence.runs). Before: the eager context handed the trace export all it had
-  collected since the last one, and a one-device run after a MirroredStrategy run wrote 76
-  function graphs as its step's, the other run's step (its replica_1 nodes) among them."""
+  """TensorBoard's Graphs tab of a run that shares its process (a notebook, cli.call,
+  equivalence.runs). TensorFlow's trace_off leaves graph collection on, and the eager context
+  hands a trace export all it collected since the last one: before, a one-device run after a
+  MirroredStrategy run wrote 52-76 function graphs as its step's, the other run's step (its
+  replica_1 nodes) among them, and every later function's graph was kept for the process's
+  life."""
   from tensorflow.core.protobuf import config_pb2  # pylint: disable=g-import-not-at-top
+  from tensorflow.python.eager import context  # pylint: disable=g-import-not-at-top
+  # A collection left on, as trace_off leaves it: what it holds is not the run's graph.
+  context.context().enable_graph_collection()
+  tf.function(lambda x: x + 1)(tf.constant(1.0))
   flags = ["--dataset=synthetic", "--batch_size=2", "--max_steps=2", "--seed=7"]
   for name, gpus in (("mirrored", 2), ("one", 1)):
     result = helpers.call("strategies.train", *flags, f"--num_gpus={gpus}",
                           f"--train_dir={tmp_path / name}")
     assert result.returncode == 0, result.stderr[-2000:]
+    # After the run the process collects nothing: a function instantiated now is not kept.
+    tf.function(lambda x: x * 3)(tf.constant(float(gpus)))
+    assert not context.context().export_run_metadata().function_graphs
   for name, replicas in (("mirrored", 2), ("one", 1)):
     exported = [config_pb2.RunMetadata.FromString(tf.make_ndarray(v.tensor).item())
                 for path in glob.glob(f"{tmp_path / name}/events.out.tfevents.*")
