@@ -168,17 +168,22 @@ def test_a_runs_graph_is_its_own_step_after_another_run_in_the_process(tmp_path)
   life."""
   from tensorflow.core.protobuf import config_pb2  # pylint: disable=g-import-not-at-top
   from tensorflow.python.eager import context  # pylint: disable=g-import-not-at-top
-  # A collection left on, as trace_off leaves it: what it holds is not the run's graph.
+  # A collection left on, as trace_off leaves it: what it holds is not the run's graph. Off
+  # again whatever happens: the worker's later tests run without it.
   context.context().enable_graph_collection()
-  tf.function(lambda x: x + 1)(tf.constant(1.0))
-  flags = ["--dataset=synthetic", "--batch_size=2", "--max_steps=2", "--seed=7"]
-  for name, gpus in (("mirrored", 2), ("one", 1)):
-    result = helpers.call("strategies.train", *flags, f"--num_gpus={gpus}",
-                          f"--train_dir={tmp_path / name}")
-    assert result.returncode == 0, result.stderr[-2000:]
-    # After the run the process collects nothing: a function instantiated now is not kept.
-    tf.function(lambda x: x * 3)(tf.constant(float(gpus)))
-    assert not context.context().export_run_metadata().function_graphs
+  try:
+    tf.function(lambda x: x + 1)(tf.constant(1.0))
+    flags = ["--dataset=synthetic", "--batch_size=2", "--max_steps=2", "--seed=7"]
+    for name, gpus in (("mirrored", 2), ("one", 1)):
+      result = helpers.call("strategies.train", *flags, f"--num_gpus={gpus}",
+                            f"--train_dir={tmp_path / name}")
+      assert result.returncode == 0, result.stderr[-2000:]
+      # After the run the process collects nothing: a function instantiated now is not kept.
+      tf.function(lambda x: x * 3)(tf.constant(float(gpus)))
+      assert not context.context().export_run_metadata().function_graphs
+  finally:
+    context.context().disable_graph_collection()
+    context.context().export_run_metadata()
   for name, replicas in (("mirrored", 2), ("one", 1)):
     exported = [config_pb2.RunMetadata.FromString(tf.make_ndarray(v.tensor).item())
                 for path in glob.glob(f"{tmp_path / name}/events.out.tfevents.*")
