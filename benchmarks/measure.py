@@ -177,9 +177,13 @@ def bare_step(n, batch, warmup, steps, threads, precision="fp32"):
   return _span(begin, _now())
 
 
-def peak_gflops(threads, size=2048, repeats=20):
+def peak_gflops(threads, size=2048, seconds=0.5):
   """float32 GFLOP/s of a size x size matmul through TensorFlow on this machine (on GPUs with
-  TensorFloat-32 off under --deterministic, as the steps it is the ceiling of)."""
+  TensorFloat-32 off under --deterministic, as the steps it is the ceiling of).
+
+  Timed over a run of matmuls at least `seconds` long, doubled until it is: a fixed count
+  (20, before) lasted 2-3 s on a 2-core CPU and about 7 ms on an H200 at its fp32 rate, too
+  short a window to time queued GPU work against its launch cost."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from harness.devices import determinism  # pylint: disable=g-import-not-at-top
   tf.config.threading.set_intra_op_parallelism_threads(threads)
@@ -188,8 +192,23 @@ def peak_gflops(threads, size=2048, repeats=20):
   matmul = tf.function(tf.matmul)
   for _ in range(3):
     matmul(a, b).numpy()
-  begin = time.perf_counter()
-  for _ in range(repeats):
-    out = matmul(a, b)
-  out.numpy()
-  return 2 * size ** 3 * repeats / (time.perf_counter() - begin) / 1e9
+
+  def run(repeats):
+    for _ in range(repeats):
+      out = matmul(a, b)
+    out.numpy()  # waits for the queue: the last matmul is done
+  repeats, elapsed = timed_window(run, seconds)
+  return 2 * size ** 3 * repeats / elapsed / 1e9
+
+
+def timed_window(run, seconds, clock=time.perf_counter):
+  """(repeats, seconds taken) of the first `run(repeats)` that lasted at least `seconds`,
+  repeats doubling from 1."""
+  repeats = 1
+  while True:
+    begin = clock()
+    run(repeats)
+    elapsed = clock() - begin
+    if elapsed >= seconds:
+      return repeats, elapsed
+    repeats *= 2

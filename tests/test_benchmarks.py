@@ -16,6 +16,20 @@ def test_the_model_flops_are_counted_layer_by_layer():
   assert measure.training_flops_per_example() == 2 * (3 * forward - 2764800) == 105295104
 
 
+
+def test_the_matmul_peak_is_timed_over_at_least_its_window():
+  # The runs double until one lasts the window: 0.1 s per matmul here, so 1, 2, 4, 8 of them,
+  # and the rate is the 8 matmuls' over their 0.8 s. (A fixed 20 lasted ~7 ms on an H200.)
+  now, calls = [0.0], []
+
+  def run(repeats):
+    calls.append(repeats)
+    now[0] += 0.1 * repeats
+  repeats, elapsed = measure.timed_window(run, 0.5, clock=lambda: now[0])
+  assert calls == [1, 2, 4, 8] and repeats == 8 and elapsed == pytest.approx(0.8)
+  now[0], calls[:] = 0.0, []
+  assert measure.timed_window(run, 0.1, clock=lambda: now[0])[0] == 1 and calls == [1]
+
 @pytest.mark.parametrize("flags,expected", [
     (("--steps=15",), "--steps=15 and --warmup=10 must be multiples of --steps_per_loop=10"),
     (("--kinds=tf2,fast",),
