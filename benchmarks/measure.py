@@ -182,7 +182,8 @@ def peak_gflops(threads, size=2048, seconds=0.5):
   TensorFloat-32 off under --deterministic, as the steps it is the ceiling of).
 
   Timed over a run of matmuls at least `seconds` long, doubled until it is: a fixed count
-  (20, before) lasted 2-3 s on a 2-core CPU and about 7 ms on an H200 at its fp32 rate, too
+  (20, before) lasted 2-3 s on a 2-core CPU, and 20 x 17.2 GFLOP is about 5 ms at an H200's
+  67 TFLOP/s fp32 rate (its data sheet's figure, not measured here), too
   short a window to time queued GPU work against its launch cost."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from harness.devices import determinism  # pylint: disable=g-import-not-at-top
