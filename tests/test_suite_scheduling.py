@@ -138,3 +138,17 @@ def test_a_worker_crashing_on_the_last_test_of_its_unit_leaves_nothing_queued():
   scheduler.mark_test_complete(worker, worker.pending.pop(0))
   assert scheduler.remove_node(worker) == ids[1]
   assert not scheduler.workqueue
+
+
+def test_the_suites_processes_keep_bytecode_caches():
+  # Where the environment turns them off (PYTHONDONTWRITEBYTECODE=1), every process the suite
+  # starts compiled the project's modules again, and every worker its test files: conftest
+  # turns the caches back on for the workers and what they start.
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  from tests import helpers  # pylint: disable=g-import-not-at-top
+  assert "PYTHONDONTWRITEBYTECODE" not in os.environ and not sys.dont_write_bytecode
+  child = subprocess.run([sys.executable, "-c", "import sys; print(sys.dont_write_bytecode)"],
+                         capture_output=True, text=True, timeout=60, env=helpers.env(),
+                         check=True)
+  assert child.stdout == "False\n"
