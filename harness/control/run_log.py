@@ -16,7 +16,8 @@ ended the run where it was, without its save.
 - `writing(train_dir)`: the driver, on the chief, while it owns the folder: the log lines (as
   the screen shows them, with the date) and the said lines are appended to log.txt there,
   through tf.io.gfile (any filesystem). Inside `binary()`, which the cli holds around main,
-  the log stays open to the binary's last line (`stopped:`, `error:`), said after the run.
+  the log stays open to the binary's last line (`stopped:`, `error:`), said after the run,
+  and takes the lines the binary logged before it opened (the device set-up's).
 """
 
 import contextlib
@@ -36,6 +37,7 @@ _DATE = "%Y-%m-%d %H:%M:%S"  # a run's log holds all of its starts, days apart
 
 _logs = []  # the run logs open in this process; say() appends to each
 _binaries = []  # one list per binary() block running: the logs it closes at its end
+_early = []  # one _Early per binary() block running: its lines from before a run log opened
 
 
 def say(line, after_key=False):
@@ -170,11 +172,39 @@ class RunLog(logging.Handler):
     super().close()
 
 
+class _Early(logging.Handler):
+  """The log records of a binary before its run log opens: the device set-up's line (`No GPU
+  in use: ...`), logged before TensorFlow starts and the run folder is owned. The binary's
+  first run log writes them after its `started:` line, so that log.txt holds the screen's
+  lines from the first; at most LIMIT (a binary that never opens one, an evaluator, logs on)."""
+
+  LIMIT = 200
+
+  def __init__(self):
+    super().__init__()
+    self.records = []
+
+  def emit(self, record):
+    if len(self.records) < self.LIMIT:
+      self.records.append(record)
+
+  def hand_to(self, log):
+    """Writes the records kept to `log` (through its filters, as the screen's) and stops
+    keeping any."""
+    logging.getLogger().removeHandler(self)
+    records, self.records = self.records, []
+    for record in records:
+      log.handle(record)
+
+
 @contextlib.contextmanager
 def writing(train_dir):
   """For the block (the run of the driver on the chief, in the folder it owns), this process's
-  log lines and said lines are appended to train_dir/log.txt; inside binary() to its end."""
+  log lines and said lines are appended to train_dir/log.txt; inside binary() to its end,
+  from the binary's first line."""
   log = RunLog(os.path.join(train_dir, LOG_FILE))
+  if _early:
+    _early[-1].hand_to(log)
   _logs.append(log)
   logging.getLogger().addHandler(log)
   try:
@@ -192,11 +222,15 @@ def writing(train_dir):
 def binary():
   """Around a binary's main: the run logs opened inside stay open until the block ends, for
   the line the binary says after the run."""
-  kept = []
+  kept, early = [], _Early()
   _binaries.append(kept)
+  _early.append(early)
+  logging.getLogger().addHandler(early)
   try:
     yield
   finally:
+    logging.getLogger().removeHandler(early)
+    _early.remove(early)
     _binaries.remove(kept)
     for log in kept:
       _close(log)
