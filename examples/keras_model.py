@@ -20,6 +20,7 @@ outputs to `concatenate_1`, ...).
 """
 
 import dataclasses
+import sys
 
 import keras
 import tensorflow as tf
@@ -125,9 +126,11 @@ def build_two_outputs(strategy, *, seed, learning_rate=0.05, vehicle_weight=0.5)
 
 
 def fit_two_outputs(strategy, source, *, seed, steps, batch_size, vehicle_weight):
-  """Fits build_two_outputs on `source`'s shared stream; returns fit's history dict."""
+  """Fits build_two_outputs on `source`'s shared stream; returns fit's history dict. Keras's
+  progress bar on a terminal; elsewhere (a file, a pipe) its one line per epoch: the bar
+  redrawn with colour codes and backspaces at every step made a log file one long line."""
   net = build_two_outputs(strategy, seed=seed, vehicle_weight=vehicle_weight)
   stream = input_pipeline.train_dataset(
       source, seed=seed, global_batch_size=batch_size * strategy.num_replicas_in_sync)
-  return net.fit(stream.map(two_output_targets), steps_per_epoch=steps, epochs=1, verbose=1,
-                 shuffle=False).history
+  return net.fit(stream.map(two_output_targets), steps_per_epoch=steps, epochs=1,
+                 verbose=1 if sys.stdout.isatty() else 2, shuffle=False).history

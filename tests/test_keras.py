@@ -61,6 +61,18 @@ def test_fit_steps_equal_custom_loop_steps(replicas):
 
 
 @pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
+def test_the_two_output_example_writes_one_plain_line_per_epoch_where_no_terminal_is():
+  # Before: Keras's progress bar, redrawn at every step with colour codes and backspaces,
+  # made `... > log` one long line of escapes.
+  result = helpers.call("examples.keras_two_outputs", "--num_gpus=2", "--dataset=synthetic",
+                        "--steps=3", "--batch_size=4")
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert "\x1b" not in result.stdout and "\b" not in result.stdout, result.stdout[:300]
+  assert re.fullmatch(r"3/3 - \d+s - \d+(?:us|ms|s)/step - label_accuracy: .*\n", result.stdout), \
+      result.stdout[:300]
+
+
+@pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)
 def test_two_outputs_keep_their_names_losses_and_weights():
   strategy = tf2_devices.get_strategy("mirrored", ["/cpu:0", "/cpu:1"])
   net = keras_model.build_two_outputs(strategy, seed=1, vehicle_weight=0.5)
