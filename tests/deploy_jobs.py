@@ -8,6 +8,7 @@ import time
 
 import tensorflow as tf
 
+from tests import forked
 from tests import helpers
 
 DEPLOY = os.path.join(helpers.REPO, "deploy")
@@ -28,8 +29,8 @@ def args(args, train_dir, overrides=None):
 
 def run_all(commands, timeout=240):
   """Starts every (name, argv, env) at once; returns {name: (status, output)}."""
-  procs = {name: subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True, env=env, cwd="/")
+  procs = {name: forked.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, env=env, cwd="/")
            for name, argv, env in commands}
   deadline, results = time.time() + timeout, {}
   try:

@@ -8,11 +8,13 @@ import subprocess
 import sys
 import tempfile
 
+from tests import forked
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def env():
-  return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
+  return forked.server_env()
 
 
 # Not installed (pyproject.toml): run from a checkout's root, as README says.
@@ -24,10 +26,12 @@ def _cwd(module):
   return REPO if module.split(".")[0] in CHECKOUT_ONLY else "/"
 
 
-def run(module, *args, timeout=240):
-  """`python -m module args...` as a user runs it; returns the CompletedProcess."""
-  return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
-                        timeout=timeout, env=env(), cwd=_cwd(module))
+def run(module, *args, timeout=240, fork=False):
+  """`python -m module args...` as a user runs it; returns the CompletedProcess. `fork`: from
+  the fork server's TensorFlow (tests/forked.py), where the check is not about the start."""
+  return (forked if fork else subprocess).run(
+      [sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=timeout,
+      env=env(), cwd=_cwd(module))
 
 
 def run_with(prefix, environ, module, *args, timeout=240):
@@ -36,9 +40,10 @@ def run_with(prefix, environ, module, *args, timeout=240):
                         text=True, timeout=timeout, env=environ, cwd=_cwd(module))
 
 
-def start(module, *args):
-  return subprocess.Popen([sys.executable, "-m", module, *args], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, env=env(), cwd=_cwd(module))
+def start(module, *args, fork=False):
+  return (forked if fork else subprocess).Popen(
+      [sys.executable, "-m", module, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+      text=True, env=env(), cwd=_cwd(module))
 
 
 def check_one_line(result, expected):

@@ -94,7 +94,7 @@ def test_a_v1_worker_whose_ps_never_comes_up_is_a_bounded_error(tmp_path):
   begin = time.time()
   result = helpers.run("compat_v1.train", "--job_name=worker", "--task_index=0",
                        f"--ps_hosts={ps}", f"--worker_hosts={worker}", "--peer_timeout_secs=2",
-                       *FLAGS, f"--train_dir={tmp_path}", timeout=120)
+                       *FLAGS, f"--train_dir={tmp_path}", timeout=120, fork=True)
   assert result.returncode != 0 and time.time() - begin < 60
   assert helpers.error_line(result) == (
       f"error: worker:0: the ps tasks and the chief of {{'ps': ['{ps}'], 'worker': "

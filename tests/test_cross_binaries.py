@@ -26,7 +26,7 @@ COMMON = ("--num_gpus=2", "--batch_size=8", "--seed=2", "--save_checkpoint_steps
 
 
 def _train(trainer, train_dir, data, *extra):
-  result = helpers.run(trainer, *COMMON, *data, f"--train_dir={train_dir}", *extra)
+  result = helpers.run(trainer, *COMMON, *data, f"--train_dir={train_dir}", *extra, fork=True)
   assert result.returncode == 0, result.stderr[-3000:]
   return result
 

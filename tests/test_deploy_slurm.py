@@ -13,6 +13,7 @@ import pytest
 
 from harness.clusters import launcher
 from tests import deploy_jobs
+from tests import forked
 from tests import helpers
 
 
@@ -74,8 +75,8 @@ def test_the_v1_sync_replicas_job_runs_as_a_slurm_step_to_the_exact_step(tmp_pat
            "--log_frequency=4", "--sync_replicas", f"--train_dir={tmp_path}",
            f"--slurm_port_base={base}"]
   argv = [sys.executable, "-m", "compat_v1.train", *flags]
-  ps = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                        env=_slurm_env(0, 3), cwd="/")
+  ps = forked.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                    env=_slurm_env(0, 3), cwd="/")
   begin = time.time()
   try:
     results = deploy_jobs.run_all([(f"worker:{i}", argv, _slurm_env(i + 1, 3)) for i in range(2)])

@@ -15,6 +15,7 @@ import yaml
 
 from harness.clusters import launcher
 from tests import deploy_jobs
+from tests import forked
 from tests import helpers
 
 
@@ -84,8 +85,8 @@ def test_the_parameter_server_tfjob_loses_a_worker_and_stops_at_the_exact_step(t
   _, _, pods = _tfjob_pods("tfjob_parameter_server.yaml", train_dir, {
       "--batch_size": "8", "--max_steps": "60", "--save_checkpoint_steps": "10",
       "--log_frequency": "6", "--learning_rate": "0.02"})
-  procs = {name: subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True, env=env, cwd="/") for name, argv, env in pods}
+  procs = {name: forked.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, env=env, cwd="/") for name, argv, env in pods}
   results = {}
   try:
     deadline = time.time() + 180

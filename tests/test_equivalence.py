@@ -125,7 +125,7 @@ def test_the_command_at_five_replicas_prints_equivalent():
   # Five logical devices: more than this process has, so the command as a user runs it; not
   # a power of two, where the replicas' averaging is the towers' or rounds otherwise.
   result = helpers.run("equivalence", "--num_gpus=5", "--steps=2", "--decay_steps=1",
-                       "--batch_size=2")
+                       "--batch_size=2", fork=True)
   assert result.returncode == 0, result.stdout + result.stderr
   assert result.stdout.rstrip().endswith("\nEQUIVALENT")
   assert "TF1 5 tower(s) vs TF2 5 replica(s), 2 step(s)" in result.stdout

@@ -5,7 +5,6 @@ outputs as each other; they load where only TensorFlow is; TFLite converts them.
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -18,6 +17,7 @@ from cifar10 import input_pipeline
 from cifar10 import model
 from cifar10 import schedule
 from cifar10 import serving
+from tests import forked
 from tests import helpers
 from tests import tf1_reference
 
@@ -175,8 +175,8 @@ def test_the_exports_load_where_only_tensorflow_is_and_show_as_documented(runs):
   assert set(documented) == {"serving_default", "classify_encoded"}
   paths = [exports[("strategies.train", exporter)] for exporter in EXPORTERS]
   assert len(paths) == 2
-  result = subprocess.run([sys.executable, "-c", code, *paths, *ours], capture_output=True,
-                          text=True, env=helpers.env(), cwd="/", timeout=240)
+  result = forked.run([sys.executable, "-c", code, *paths, *ours], capture_output=True,
+                      text=True, env=helpers.env(), cwd="/", timeout=240)
   assert result.returncode == 0, result.stderr[-2000:]
   loaded, shown = result.stdout.rsplit("\n", 2)[:2]
   assert loaded + "\n" == f"{sorted(serving.OUTPUTS)} (3, 10)\n" * 2 + "[]\n"

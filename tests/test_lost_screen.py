@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from tests import forked
 from tests import helpers
 
 # A long run, a progress line every step, no periodic save: the stop's save is the only one.
@@ -24,9 +25,9 @@ FLAGS = ("--num_gpus=1", "--dataset=synthetic", "--batch_size=8", "--max_steps=1
 _STOPPED = r"stopped: (SIGTERM|Ctrl-C) after step (\d+); saved (\S+); run the same command"
 
 
-def _start(trainer, train_dir, **streams):
-  return subprocess.Popen([sys.executable, "-m", trainer, *FLAGS, f"--train_dir={train_dir}"],
-                          env=helpers.env(), cwd=train_dir.parent, **streams)
+def _start(trainer, train_dir, popen=subprocess.Popen, **streams):
+  return popen([sys.executable, "-m", trainer, *FLAGS, f"--train_dir={train_dir}"],
+               env=helpers.env(), cwd=train_dir.parent, **streams)
 
 
 def _read_until_steps(fd, proc, timeout=120):
@@ -65,7 +66,10 @@ def _stop_unread(trainer, lost, signum, tmp_path):
   its log.txt ("" if none)."""
   train_dir = tmp_path / "run"
   train_dir.mkdir()
-  proc = _start(trainer, train_dir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+  # The stderr filter is a fresh binary's (started at TensorFlow's first import): a forked one
+  # has none to kill.
+  proc = _start(trainer, train_dir, subprocess.Popen if lost == "filter killed" else forked.Popen,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
   try:
     _read_until_steps(proc.stderr.fileno(), proc)
     if lost == "filter killed":

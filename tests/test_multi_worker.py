@@ -18,6 +18,7 @@ import pytest
 import tensorflow as tf
 
 from cifar10 import checkpoints
+from tests import forked
 from tests import helpers
 
 pytestmark = pytest.mark.slow
@@ -107,7 +108,7 @@ def test_a_worker_that_never_comes_up_is_a_bounded_error(tmp_path):
   spec = {"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]},
           "task": {"type": "worker", "index": 1}}
   begin = time.time()
-  result = subprocess.run(
+  result = forked.run(
       [helpers.sys.executable, "-m", "strategies.train", "--strategy=multi_worker_mirrored",
        "--peer_timeout_secs=2", *FLAGS, f"--train_dir={tmp_path}"],
       capture_output=True, text=True, timeout=120, cwd="/",
@@ -130,7 +131,7 @@ def test_a_worker_whose_peer_dies_mid_run_ends_in_one_line_to_retry(tmp_path, mo
     monkeypatch.setenv("TF_CONFIG", cluster.to_json({"worker": workers}, "worker", index))
     procs.append(helpers.start("strategies.train", "--strategy=multi_worker_mirrored", *FLAGS,
                                "--max_steps=100000", "--save_checkpoint_steps=20",
-                               f"--train_dir={tmp_path}"))
+                               f"--train_dir={tmp_path}", fork=True))
   try:
     deadline = time.time() + 120
     while not glob.glob(f"{tmp_path}/ckpt-20.index") and time.time() < deadline:

@@ -46,7 +46,7 @@ def test_one_worker_follows_the_one_device_run_with_partitioned_weights(tmp_path
   # its histograms came out 1 ULP apart from the job's in 2 CI runs of many, never alone.
   reference = helpers.run("strategies.train", *FLAGS, "--strategy=one_device", "--max_steps=12",
                           "--save_checkpoint_steps=6", "--save_summaries_steps=11",
-                          f"--train_dir={tmp_path / 'one'}")
+                          f"--train_dir={tmp_path / 'one'}", fork=True)
   assert reference.returncode == 0, reference.stderr[-3000:]
   # The job starts from the reference's step 6 (--init_from, as every mode does:
   # tests/test_init_from.py), with the weights over 128 KiB split over two ps tasks: conv2

@@ -8,7 +8,6 @@ GPUs (faked): tests/test_gpu_devices.py.
 """
 
 import re
-import subprocess
 import sys
 
 import numpy as np
@@ -20,6 +19,7 @@ from cifar10 import model
 from compat_v1 import devices as v1_devices
 from examples import two_branch
 from harness.command_line import cli
+from tests import forked
 from tests import helpers
 
 PLACED = re.compile(r"^(\S+): \((\w+)\): /job:localhost/replica:0/task:0/device:(\w+:\d+)$",
@@ -30,7 +30,7 @@ PLACED = re.compile(r"^(\S+): \((\w+)\): /job:localhost/replica:0/task:0/device:
 def test_two_branches_run_on_their_devices_and_learn(tmp_path):
   result = helpers.run("examples.model_parallel", "--num_gpus=2", "--dataset=synthetic",
                        "--steps=40", "--learning_rate=0.1", "--log_device_placement",
-                       "--log_frequency=39")
+                       "--log_frequency=39", fork=True)
   assert result.returncode == 0, result.stderr[-3000:]
   placed = [(name.split("/")[0], kind, device)
             for name, kind, device in PLACED.findall(result.stdout)
@@ -78,9 +78,9 @@ except tf.errors.InvalidArgumentError as e:
 @pytest.mark.slow
 @pytest.mark.parametrize("soft", ["on", "off"])
 def test_tf2_soft_placement_moves_an_int32_variable_off_an_absent_gpu(soft):
-  out = subprocess.run([sys.executable, "-c", _TF2_INT32_ON_GPU, soft], capture_output=True,
-                       text=True, timeout=120, env=helpers.env(), cwd=helpers.REPO,
-                       check=True).stdout.strip()
+  out = forked.run([sys.executable, "-c", _TF2_INT32_ON_GPU, soft], capture_output=True,
+                   text=True, timeout=120, env=helpers.env(), cwd=helpers.REPO,
+                   check=True).stdout.strip()
   if soft == "on":
     assert out == "/job:localhost/replica:0/task:0/device:CPU:0 1"
   else:

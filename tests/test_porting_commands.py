@@ -6,7 +6,6 @@ section run as written. The model is tests/bn_momentum_port.py, as in tests/test
 import os
 import re
 import shlex
-import subprocess
 import sys
 
 import numpy as np
@@ -17,6 +16,7 @@ import porting
 from porting import diffs
 from porting import screen
 from tests import bn_momentum_port as m
+from tests import forked
 from tests import helpers
 
 # pytest resets warning filters per test; the model's own filter does not outlive it.
@@ -258,8 +258,8 @@ def test_one_replica_needs_no_device_configuration_once_tensorflow_has_started()
   # and TensorFlow has started with 1": the unconfigured CPU was counted as none.
   code = ("import tensorflow as tf; tf.constant(1.0) + 1.0; import porting; "
           "print(porting.replica_devices(1))")
-  result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=helpers.env(), timeout=120, cwd=helpers.REPO)
+  result = forked.run([sys.executable, "-c", code], capture_output=True, text=True,
+                      env=helpers.env(), timeout=120, cwd=helpers.REPO)
   assert result.returncode == 0 and result.stdout == "['/cpu:0']\n", result.stderr[-2000:]
 
 

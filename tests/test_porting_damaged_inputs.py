@@ -7,7 +7,6 @@ lines after the report); a stray path after `compare` is refused (before: ignore
 
 import json
 import os
-import subprocess
 import sys
 import uuid
 
@@ -17,6 +16,7 @@ import tensorflow as tf
 from porting import record
 from tests import bn_momentum_port as m
 from tests import dropout_adam_port as drop
+from tests import forked
 from tests import helpers
 
 pytestmark = pytest.mark.filterwarnings("ignore:`tf.layers.")
@@ -88,8 +88,8 @@ def raising_port():
 
 
 def _run(*args):
-  return subprocess.run([sys.executable, "-m", "porting", *args], capture_output=True,
-                        text=True, timeout=240, env=helpers.env(), cwd=helpers.REPO)
+  return forked.run([sys.executable, "-m", "porting", *args], capture_output=True,
+                    text=True, timeout=240, env=helpers.env(), cwd=helpers.REPO)
 
 
 @pytest.mark.slow  # over 1.5 s of CPU: the fast tier's budget (tests/conftest.py)

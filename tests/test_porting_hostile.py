@@ -18,6 +18,7 @@ import porting
 from porting import devices
 from porting import diffs
 from tests import bn_momentum_port as m
+from tests import forked
 from tests import helpers
 
 pytestmark = pytest.mark.filterwarnings("ignore:`tf.layers.")
@@ -104,7 +105,7 @@ def test_the_error_is_the_last_line_after_a_failed_restore(tmp_path):
   net, optimizer = m.Net(), m.tf2_optimizer()
   optimizer.build(net.trainable_variables)
   other = tf.train.Checkpoint(model=net, optimizer=optimizer).write(str(tmp_path / "bn" / "ckpt"))
-  result = subprocess.run(
+  result = forked.run(
       [sys.executable, "-m", "porting", "tf2_to_tf1", "--port=tests.dropout_adam_port:port",
        "--batches=tests.dropout_adam_port:batches", other, str(tmp_path / "out" / "model.ckpt")],
       capture_output=True, text=True, timeout=240, env=helpers.env(), cwd=helpers.REPO)
@@ -140,8 +141,8 @@ def test_the_kit_imports_nothing_of_the_project():
       "--steps=1", "compare"), 1, "NOT EQUAL"),
 ])
 def test_the_kits_own_command_line_exit_statuses(args, status, last):
-  result = subprocess.run([sys.executable, "-m", "porting", *args], capture_output=True,
-                          text=True, timeout=120, env=helpers.env(), cwd=helpers.REPO)
+  result = forked.run([sys.executable, "-m", "porting", *args], capture_output=True,
+                      text=True, timeout=120, env=helpers.env(), cwd=helpers.REPO)
   out = (result.stdout if status == 1 else result.stderr).strip().splitlines()
   assert result.returncode == status and out[-1] == last, result.stderr[-1500:]
 

@@ -165,9 +165,9 @@ def test_a_batch_norm_scaled_on_one_side_only_is_named_by_its_setting():
 def test_the_legacy_layers_deprecation_stays_off_the_kits_screen():
   """tf_slim's layers (TensorFlow's legacy tf.layers) warn that `layer.apply` is deprecated:
   two lines of UserWarning before every report of a tf_slim or tf.layers port."""
-  import subprocess  # pylint: disable=g-import-not-at-top
+  from tests import forked  # pylint: disable=g-import-not-at-top
   from tests import helpers  # pylint: disable=g-import-not-at-top
-  result = subprocess.run(
+  result = forked.run(
       [sys.executable, "-m", "porting", "--port=tests.slim_style_port:port",
        "--batches=tests.slim_style_port:batches", "--replicas=1", "--steps=1", "compare"],
       capture_output=True, text=True, timeout=240, env=helpers.env(), cwd=helpers.REPO)

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from tests import forked
 from tests import helpers
 
 _SLOW_FINALIZER = """
@@ -63,7 +64,7 @@ def test_a_finished_run_ends_after_done_with_its_files_whole(tmp_path):
 def _reader_gone(*args):
   """`python -m args` whose stdout's reader is gone before it writes (`| head` that ended):
   (status, stderr)."""
-  proc = subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.PIPE,
+  proc = forked.Popen([sys.executable, "-m", *args], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, env=helpers.env(),
                           cwd=helpers.REPO)
   proc.stdout.close()

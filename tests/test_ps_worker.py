@@ -25,6 +25,7 @@ import time
 import pytest
 
 from harness.clusters import launcher
+from tests import forked
 from tests import helpers
 
 pytestmark = pytest.mark.slow
@@ -50,7 +51,7 @@ def test_a_restarted_worker_rejoins(tmp_path):
 
   def task(job, index):
     return helpers.start("compat_v1.train", f"--job_name={job}", f"--task_index={index}",
-                         *common)
+                         *common, fork=True)
   procs = [task("ps", 0), task("worker", 0), task("worker", 1)]
   log = tmp_path / "worker1.log"
   try:
@@ -62,7 +63,7 @@ def test_a_restarted_worker_rejoins(tmp_path):
     procs[2].kill()
     procs[2].wait(30)
     with open(log, "w", encoding="utf-8") as out:
-      procs.append(subprocess.Popen(
+      procs.append(forked.Popen(
           [sys.executable, "-m", "compat_v1.train", "--job_name=worker", "--task_index=1",
            *common], stdout=out, stderr=subprocess.STDOUT, env=helpers.env(), cwd="/"))
     restarted = procs[-1]
@@ -96,9 +97,9 @@ def test_each_sync_replicas_update_averages_exactly_n_fresh_gradients():
   weights it replaced; every other gradient (stale, or one too many) must have been dropped.
   """
   updates = 10
-  result = subprocess.run([sys.executable, "-m", "tests.sync_replicas_job", str(updates)],
-                          capture_output=True, text=True, timeout=150, env=helpers.env(),
-                          cwd=helpers.REPO)
+  result = forked.run([sys.executable, "-m", "tests.sync_replicas_job", str(updates)],
+                      capture_output=True, text=True, timeout=150, env=helpers.env(),
+                      cwd=helpers.REPO)
   assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
   job = json.loads(result.stdout.strip().splitlines()[-1])
   assert job["global_step"] == updates

@@ -112,7 +112,7 @@ def test_the_flags_are_kept_as_a_flagfile_that_runs_it_again(reference, tmp_path
 
 def test_sigkill_then_restart_finishes_with_the_uninterrupted_weights(reference, tmp_path):
   proc = helpers.start(TRAIN, *COMMON, f"--train_dir={tmp_path}", f"--max_steps={MAX_STEPS}",
-                       "--save_checkpoint_steps=5")
+                       "--save_checkpoint_steps=5", fork=True)
   try:
     deadline = time.time() + 120
     while not glob.glob(f"{tmp_path}/ckpt-10.index") and time.time() < deadline:
@@ -145,7 +145,8 @@ def test_sigterm_saves_and_a_restart_finishes_with_the_uninterrupted_weights(ref
   # The v1 trainer against the TF2 reference: the stop and the resume lose nothing, across
   # trainers. TF2's own SIGTERM path runs in tests/test_multi_worker.py (the same loop).
   trainer = "compat_v1.train"
-  proc = helpers.start(trainer, *COMMON, f"--train_dir={tmp_path}", f"--max_steps={MAX_STEPS}")
+  proc = helpers.start(trainer, *COMMON, f"--train_dir={tmp_path}", f"--max_steps={MAX_STEPS}",
+                       fork=True)
   try:
     deadline = time.time() + 120
     while not tf.io.gfile.glob(f"{tmp_path}/*ckpt-10.index") and time.time() < deadline:

@@ -2,14 +2,14 @@
 runtime: reading tfds and building the input's tf.data functions start it, and where that came
 first the ConfigProto's GPU options (memory growth and cap, the visible list) no longer
 applied to the devices already made (harness.devices.gpu_runtime). Run in a new process each: this
-one's eager runtime started long ago."""
+one's eager runtime started long ago (the fork server's never starts: tests/forked.py)."""
 
 import json
-import subprocess
 import sys
 
 import pytest
 
+from tests import forked
 from tests import helpers
 
 # Records, at each v1 Session's creation, whether the eager context had started; then runs
@@ -35,8 +35,8 @@ print(json.dumps({"status": status, "started": started}))
 
 
 def _sessions(module, *args):
-  result = subprocess.run([sys.executable, "-c", _SCRIPT, module, *args], capture_output=True,
-                          text=True, timeout=120, env=helpers.env(), cwd=helpers.REPO)
+  result = forked.run([sys.executable, "-c", _SCRIPT, module, *args], capture_output=True,
+                      text=True, timeout=120, env=helpers.env(), cwd=helpers.REPO)
   assert result.returncode == 0, result.stderr[-3000:]
   return json.loads(result.stdout.strip().splitlines()[-1])
 
