@@ -24,6 +24,8 @@ print(json.dumps({"argv": sys.argv, "path0": sys.path[0], "cwd": os.getcwd(),
                   "tests": sorted(m for m in sys.modules if m.split(".")[0] == "tests"),
                   "interrupt": signal_name(), "pipe": pipe_name(),
                   "ppid": os.getppid(), "tensorflow": "tensorflow" in sys.modules}))
+sys.stdout.flush()
+os._exit(0)  # not the ~0.7 s of CPU an interpreter holding TensorFlow takes to finalize
 """
 _PROBE_DEFS = """
 import signal
@@ -84,11 +86,11 @@ def test_a_forked_child_ends_with_the_fresh_ones_status_and_lines(code, status):
 def test_streams_merge_and_signals_reach_the_child(tmp_path):
   with open(tmp_path / "both", "w", encoding="utf-8") as out:
     forked.run([sys.executable, "-c", "import os; os.write(1, b'1\\n'); os.write(2, b'2\\n'); "
-                "os.write(1, b'3\\n')"], stdout=out, stderr=subprocess.STDOUT,
+                "os.write(1, b'3\\n'); os._exit(0)"], stdout=out, stderr=subprocess.STDOUT,
                env=helpers.env(), cwd="/", timeout=60)
   assert (tmp_path / "both").read_text(encoding="utf-8") == "1\n2\n3\n"
-  proc = forked.Popen([sys.executable, "-c", "import signal, sys, time\n"
-                       "signal.signal(signal.SIGTERM, lambda *_: sys.exit(7))\n"
+  proc = forked.Popen([sys.executable, "-c", "import os, signal, time\n"
+                       "signal.signal(signal.SIGTERM, lambda *_: os._exit(7))\n"
                        "print('ready', flush=True)\ntime.sleep(60)"],
                       stdout=subprocess.PIPE, text=True, env=helpers.env(), cwd="/")
   assert proc.stdout.readline() == "ready\n"
@@ -103,7 +105,7 @@ def test_a_run_past_its_timeout_is_killed():
   with pytest.raises(subprocess.TimeoutExpired):
     forked.run([sys.executable, "-c", "import time; print('started', flush=True); "
                 "time.sleep(60)"], capture_output=True, text=True, env=helpers.env(),
-               cwd="/", timeout=5)
+               cwd="/", timeout=1)
 
 
 def test_what_a_fork_would_change_starts_a_fresh_interpreter():
