@@ -140,13 +140,18 @@ def test_v1_ps_worker_jobs_save_on_sigterm(tmp_path):
       r"|\[launch\] stopping the job|error: the job was stopped", line)]
   assert not foreign, foreign
   # The loss averages are saved with the rest (issue 63: they restarted at every resume), and
-  # the job started again goes on from them: an average restarted from 0 would read a tenth
-  # of its loss (two workers' updates: under a fifth).
+  # the job started again goes on from them. The averages decay by 0.9 an update, and the
+  # first summary after the restart follows at most two updates (one per worker): an average
+  # going on holds at least 0.81 of the saved one; one restarted from 0 at most 0.19 of the
+  # raw losses (~4.6 at these steps: under 0.9), under 0.8 of a saved average over 1.5 (five
+  # updates or more from 0, as the stop after the first logged step has). Before, the bound
+  # was half the raw loss, which an average going on after only five steps (0.41 of the loss)
+  # missed in a slow run: 2.17 against 4.50.
   from cifar10 import losses  # pylint: disable=g-import-not-at-top
   from equivalence import runs  # pylint: disable=g-import-not-at-top
   saved = checkpoints.read(path).loss_averages
   assert sorted(saved) == sorted(losses.LOSS_TERMS)
-  assert saved["total_loss"] > 1.0, saved  # the losses start at 4.6 and this one had steps
+  assert saved["total_loss"] > 1.5, saved  # the losses start at 4.6 and this one had steps
   resumed = helpers.run("compat_v1.launch", "--workers=2", "--ps=1", "--timeout_secs=240",
                         "--", "--dataset=synthetic", "--batch_size=4",
                         f"--max_steps={step + 2}", "--save_checkpoint_steps=100000",
@@ -156,7 +161,7 @@ def test_v1_ps_worker_jobs_save_on_sigterm(tmp_path):
   charted = runs.summaries(str(tmp_path))
   average, raw = charted["total_loss"], charted["total_loss" + losses.RAW_TAG_SUFFIX]
   first = min(s for s in average if s >= step)
-  assert average[first] > 0.5 * raw[first], (first, average[first], raw[first])
+  assert average[first] > 0.8 * saved["total_loss"], (first, average[first], raw[first], saved)
 
 
 @pytest.mark.slow
