@@ -20,6 +20,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 
 _SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "forkserver.py")
@@ -35,7 +36,7 @@ _DEFAULTS = {"executable": None, "preexec_fn": None, "close_fds": True, "pass_fd
              "extra_groups": None, "umask": -1, "process_group": None}
 
 _lock = threading.Lock()
-_server = {}  # "proc", "control", "env" once started in this process
+_server = {}  # "pid" (this process's), "proc", "control", "log" once started here
 
 
 def server_env():
@@ -58,15 +59,21 @@ def forks(args, env=None, **options):
   return all(theirs.get(k) == ours.get(k) for k in set(theirs) | set(ours) if _at_start(k))
 
 
+def _said(log):
+  log.seek(0)
+  return log.read().decode(errors="replace")[-2000:]
+
+
 def _control():
-  """The server's request socket, starting the server at the first call."""
+  """The server's request socket, starting the server at the first call. A server that ended
+  is an error, with what it said (its stderr: a file, which a child replaces with its own)."""
   with _lock:
     if _server.get("pid") != os.getpid():
       ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+      log = tempfile.TemporaryFile()
       proc = subprocess.Popen([sys.executable, _SERVER, str(theirs.fileno())],
                               pass_fds=[theirs.fileno()], env=server_env(), cwd="/",
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE)
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
       theirs.close()
       ours.settimeout(300)
       try:
@@ -75,11 +82,14 @@ def _control():
         ready = b""
       if ready != b"ready":
         proc.kill()
-        raise RuntimeError(f"the fork server did not start: {proc.communicate()[1][-2000:]!r}")
+        proc.wait()
+        raise RuntimeError(f"the fork server did not start: {_said(log)}")
       ours.settimeout(None)
-      proc.stderr.close()  # its import's lines were read; a child has its own stderr
-      _server.update(pid=os.getpid(), proc=proc, control=ours)
+      _server.update(pid=os.getpid(), proc=proc, control=ours, log=log)
       atexit.register(_stop, proc, ours)
+    elif _server["proc"].poll() is not None:
+      raise RuntimeError(f"the fork server ended (status {_server['proc'].returncode}): "
+                         f"{_said(_server['log'])}")
     return _server["control"]
 
 

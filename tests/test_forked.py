@@ -132,3 +132,15 @@ def test_what_a_fork_would_change_starts_a_fresh_interpreter():
                       capture_output=True, env=_other(env, "TF_ENABLE_ONEDNN_OPTS", "0", "1"),
                       timeout=60)
   assert result.stdout == f"{os.getpid()}\n"
+
+
+@pytest.mark.slow  # a server of its own: TensorFlow's import, ~2.7 s of CPU
+def test_a_server_that_ended_is_an_error_with_what_it_said(monkeypatch):
+  monkeypatch.setattr(forked, "_server", {})  # a server of this test's own
+  args = [sys.executable, "-c", "pass"]
+  assert forked.run(args, env=helpers.env(), timeout=60).returncode == 0
+  server = forked._server["proc"]  # pylint: disable=protected-access
+  server.kill()
+  server.wait()
+  with pytest.raises(RuntimeError, match=r"the fork server ended \(status -9\)"):
+    forked.run(args, env=helpers.env(), timeout=60)
