@@ -52,6 +52,8 @@ def forks(args, env=None, **options):
   """Whether a child `args` in `env` (None: this process's) with Popen's `options` is forked."""
   if any(options.get(k, v) != v for k, v in _DEFAULTS.items()):
     return False
+  if options.get("cwd") is not None and not os.path.isdir(options["cwd"]):
+    return False  # subprocess's own FileNotFoundError, not a child that fails to chdir
   if not isinstance(args, (list, tuple)) or len(args) < 3 or args[0] != sys.executable \
       or args[1] not in ("-m", "-c"):
     return False

@@ -127,6 +127,8 @@ def test_what_a_fork_would_change_starts_a_fresh_interpreter():
   assert not forked.forks([sys.executable, "-S", "-c", "pass"], env=env)
   assert not forked.forks(args, env=env, preexec_fn=os.getpid)
   assert not forked.forks(args, env=env, pass_fds=(0,))
+  with pytest.raises(FileNotFoundError):
+    forked.run(args, env=env, cwd="/no/such/folder", timeout=60)
   # And a refused one runs as subprocess runs it: this process's child.
   result = forked.run([sys.executable, "-c", "import os; print(os.getppid())"], text=True,
                       capture_output=True, env=_other(env, "TF_ENABLE_ONEDNN_OPTS", "0", "1"),
