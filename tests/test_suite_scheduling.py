@@ -1,7 +1,8 @@
 """How the suite hands its tests to xdist's workers (tests/conftest.py), driven through
 xdist's own scheduler with stand-in workers: a file with a module-scoped fixture goes to one
 worker whole, every other test on its own, in the files' order, the files of fast tests only
-last."""
+last. And the environment conftest gives the workers and their children (bytecode caches,
+malloc's top pad), held to move no bits."""
 
 import os
 import types
@@ -152,3 +153,31 @@ def test_the_suites_processes_keep_bytecode_caches():
                          capture_output=True, text=True, timeout=60, env=helpers.env(),
                          check=True)
   assert child.stdout == "False\n"
+
+
+@pytest.mark.slow
+def test_the_suites_processes_keep_mallocs_top_and_it_moves_no_bits(tmp_path):
+  # conftest gives the workers and their children a 64 MiB top pad (glibc reads it at the
+  # process's start): the oneDNN-off kernels' freed tensors are no longer given back and
+  # faulted in again each step. Held here: a run in this worker (with it) and in a fresh child
+  # without it write the same bits, at the suite's usual batch.
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from equivalence import runs  # pylint: disable=g-import-not-at-top
+  from tests import helpers  # pylint: disable=g-import-not-at-top
+  assert os.environ.get("MALLOC_TOP_PAD_") == str(64 << 20)
+  assert helpers.env()["MALLOC_TOP_PAD_"] == str(64 << 20)
+  run = dict(n=2, seed=5, steps=2, per_replica_batch=16, decay_steps=350)
+  here = runs.tf2_train(**run).variables
+  env = {k: v for k, v in helpers.env().items() if k != "MALLOC_TOP_PAD_"}
+  out = tmp_path / "unpadded.npz"
+  child = subprocess.run(
+      [sys.executable, "-c", "import sys, numpy as np; from equivalence import runs; "
+       f"np.savez(sys.argv[1], **runs.tf2_train(**{run!r}).variables)", str(out)],
+      env=env, cwd=helpers.REPO, capture_output=True, text=True, timeout=240)
+  assert child.returncode == 0, child.stderr[-3000:]
+  there = dict(np.load(out))
+  assert sorted(there) == sorted(here) and len(here) == 20
+  for name, value in here.items():
+    assert np.array_equal(there[name], value), name
