@@ -33,6 +33,7 @@ from cifar10 import precision
 from cifar10.step_settings import StepSettings
 from compat_v1 import inputs
 from compat_v1 import restore
+from compat_v1 import step_saver
 from compat_v1.step import build_train_graph
 from harness.control import driver
 from harness.clusters import watchdog
@@ -179,12 +180,13 @@ class Backend(driver.Backend):
       # The loss averages too: local variables (compat_v1.step) that live on the ps like
       # the weights, which every worker's step updates and the chief's summaries show.
       averages = list(g.loss_averages.values())
-      self.saver = v1.train.Saver(v1.global_variables() + averages, sharded=True,
-                                  max_to_keep=config.max_checkpoints_to_keep,
-                                  save_relative_paths=True)
-      self.saver.recover_last_checkpoints(self.keep)
-      restorer = (self.saver if self.restores_loss_averages else
-                  v1.train.Saver(v1.global_variables(), sharded=True))
+      self.saver = step_saver.StepSaver(g.global_step, v1.global_variables() + averages,
+                                        sharded=True, save_relative_paths=True,
+                                        max_to_keep=config.max_checkpoints_to_keep)
+      self.saver.saver.recover_last_checkpoints(self.keep)
+      restorer = v1.train.Saver(
+          v1.global_variables() + (averages if self.restores_loss_averages else []),
+          sharded=True)
       values = self.values
       scaffold = v1.train.Scaffold(
           saver=restorer, init_feed_dict=g.init_feed,
@@ -238,8 +240,8 @@ class Backend(driver.Backend):
     if not self.chief:
       return None
     prefix = os.path.join(self.config.train_dir, "model.ckpt")
-    path = self._raw(lambda sess: self.saver.save(sess, prefix, global_step=self.g.global_step))
-    # Named by the shared step as read at the save: other workers may have moved it on.
+    path = self._raw(lambda sess: self.saver.save(sess, prefix))
+    # Named by the shared step it holds: other workers may have moved it on.
     self.next_step = max(self.next_step, int(path.rsplit("-", 1)[1]))
     return path
 
