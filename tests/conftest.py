@@ -26,17 +26,22 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # git ignores. Bytecode moves no bits of a run.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
-# glibc's malloc keeps 64 MiB free at the top of each arena instead of handing it back to the
-# kernel at every free, for the workers and every process they start (read at malloc's start,
-# so set here, as above, before xdist starts the workers). TensorFlow's tensors are malloc's
-# (64-byte aligned, wherever they land); Eigen's kernels, the oneDNN-off family's, allocate and
-# free a step's tensors of 3-5 MB from several threads, and each freed top was given back and
-# faulted in again at the next step. Measured on a 2-core EPYC, test_accuracy's 60 steps with
-# oneDNN off: 1.81 M page faults and 5.0 s of system CPU without, 0.15 M and 0.8 s with (16 MiB:
-# 0.97 M); 80 MB more peak memory. The whole suite with oneDNN off faulted 45.8 M times (147 s
-# of its 927 s of CPU were the kernel's). It moves no bits: a trainer's checkpoint after 20
-# steps is the same bytes with it and without, oneDNN on and off (BUILD.md, "Tests").
-os.environ.setdefault("MALLOC_TOP_PAD_", str(64 << 20))
+# glibc's malloc, for the workers and every process they start (read at malloc's start, so set
+# here, as above, before xdist starts the workers): 64 MiB kept free at the top of each arena
+# instead of handed back to the kernel at every free, and a fixed 32 MiB mmap threshold (glibc's
+# most) instead of its moving one. TensorFlow's tensors are malloc's (64-byte aligned, wherever
+# they land); Eigen's kernels, the oneDNN-off family's, allocate and free a step's tensors of
+# 3-5 MB from several threads, and each freed top was given back and faulted in again at the
+# next step. Measured on a 2-core EPYC with oneDNN off, page faults (system CPU) without / with
+# the pad alone / with both: test_accuracy (60 steps) 1.81 M (4.0 s) / 0.29 M / 0.14 M (0.8 s);
+# test_keras 2.04 M (5.2 s) / 0.70 M / 0.61 M (2.4 s); test_losses 0.18 M / 0.98 M (the pad
+# alone, with the moving threshold, made it worse) / 0.11 M. The whole suite with oneDNN off
+# faulted 45.8 M times without either (147 s of its 927 s of CPU were the kernel's). It moves
+# no bits: a trainer's checkpoint after 20 steps is the same bytes with it and without, oneDNN
+# on and off (BUILD.md, "Tests"; test_suite_scheduling holds a run against one without).
+MALLOC = {"MALLOC_TOP_PAD_": str(64 << 20), "MALLOC_MMAP_THRESHOLD_": str(32 << 20)}
+for _name, _value in MALLOC.items():
+  os.environ.setdefault(_name, _value)
 
 from tfbits import quiet  # pylint: disable=g-import-not-at-top
 

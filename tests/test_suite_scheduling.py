@@ -156,21 +156,21 @@ def test_the_suites_processes_keep_bytecode_caches():
 
 
 @pytest.mark.slow
-def test_the_suites_processes_keep_mallocs_top_and_it_moves_no_bits(tmp_path):
-  # conftest gives the workers and their children a 64 MiB top pad (glibc reads it at the
-  # process's start): the oneDNN-off kernels' freed tensors are no longer given back and
-  # faulted in again each step. Held here: a run in this worker (with it) and in a fresh child
-  # without it write the same bits, at the suite's usual batch.
+def test_the_suites_processes_keep_mallocs_freed_memory_and_it_moves_no_bits(tmp_path):
+  # conftest gives the workers and their children a 64 MiB top pad and a fixed mmap threshold
+  # (glibc reads them at the process's start): the oneDNN-off kernels' freed tensors are no
+  # longer given back and faulted in again each step. Held here: a run in this worker (with
+  # them) and in a fresh child without them write the same bits, at the suite's usual batch.
   import subprocess  # pylint: disable=g-import-not-at-top
   import sys  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
   from equivalence import runs  # pylint: disable=g-import-not-at-top
   from tests import helpers  # pylint: disable=g-import-not-at-top
-  assert os.environ.get("MALLOC_TOP_PAD_") == str(64 << 20)
-  assert helpers.env()["MALLOC_TOP_PAD_"] == str(64 << 20)
+  for name, value in conftest.MALLOC.items():
+    assert os.environ.get(name) == value and helpers.env()[name] == value
   run = dict(n=2, seed=5, steps=2, per_replica_batch=16, decay_steps=350)
   here = runs.tf2_train(**run).variables
-  env = {k: v for k, v in helpers.env().items() if k != "MALLOC_TOP_PAD_"}
+  env = {k: v for k, v in helpers.env().items() if k not in conftest.MALLOC}
   out = tmp_path / "unpadded.npz"
   child = subprocess.run(
       [sys.executable, "-c", "import sys, numpy as np; from equivalence import runs; "
