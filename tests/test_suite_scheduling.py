@@ -2,7 +2,7 @@
 xdist's own scheduler with stand-in workers: a file with a module-scoped fixture goes to one
 worker whole, every other test on its own, in the files' order, the files of fast tests only
 last. And the environment conftest gives the workers and their children (bytecode caches,
-malloc's top pad), held to move no bits."""
+malloc's top pad and mmap threshold), held to move no bits."""
 
 import os
 import types
